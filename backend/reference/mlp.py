@@ -1,0 +1,55 @@
+"""The position-wise MLP: the classic two-matrix version and Llama's gated SwiGLU.
+
+Classic (Vaswani et al., 2017): W2 relu(W1 x + b1) + b2.
+SwiGLU (Shazeer, 2020, "GLU Variants Improve Transformer"): W_down (silu(W_gate x) * W_up x).
+The third matrix is paid for by narrowing d_ff, which is why Llama's d_ff is not 4 d.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .config import ModelConfig
+
+
+# --8<-- [start:swiglu]
+class SwiGLU(nn.Module):
+    """Gated MLP: one branch proposes a value, the other (through SiLU) gates it elementwise."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.gate_proj = nn.Linear(config.d_model, config.d_ff, bias=False)
+        self.up_proj = nn.Linear(config.d_model, config.d_ff, bias=False)
+        self.down_proj = nn.Linear(config.d_ff, config.d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: (B, T, d_model) -> (B, T, d_ff) -> (B, T, d_model)
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+# --8<-- [end:swiglu]
+
+
+# --8<-- [start:mlp]
+class MLP(nn.Module):
+    """Two matrices with biases and a ReLU between them, as in the 2017 paper."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(config.d_model, config.d_ff)
+        self.fc2 = nn.Linear(config.d_ff, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: (B, T, d_model) -> (B, T, d_ff) -> (B, T, d_model)
+        return self.fc2(self.dropout(F.relu(self.fc1(x))))
+# --8<-- [end:mlp]
+
+
+def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier: float | None = None) -> int:
+    """Meta's rule for d_ff: 2/3 of 4 d (same parameters as a 4d two-matrix MLP), optionally
+    scaled, rounded up to a multiple. Llama-2-7B: 11008; Llama-3-8B (x1.3, multiple 1024): 14336."""
+    hidden = int(2 * 4 * d_model / 3)
+    if ffn_dim_multiplier is not None:
+        hidden = int(ffn_dim_multiplier * hidden)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)

@@ -1,0 +1,44 @@
+"""Rotary position embeddings (RoPE): rotate q and k by an angle proportional to position.
+
+Su et al., RoFormer (2021). Pair dimension i with i + d_head/2 (the "rotate half" layout of
+GPT-NeoX and Hugging Face Llama) and rotate each pair by pos * theta^(-2i/d_head). Then
+q_m . k_n depends on m - n only, and norms are unchanged because rotations are orthogonal.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+# --8<-- [start:rope]
+def rope_cos_sin(
+    positions: torch.Tensor, d_head: int, theta: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin tables for the given positions, each (..., d_head); computed in float32."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d_head, 2, dtype=torch.float32, device=positions.device) / d_head))
+    angles = positions[..., None].float() * inv_freq  # (..., d_head/2): one angle per pair
+    angles = torch.cat((angles, angles), dim=-1)  # (..., d_head): pair i and i + d_head/2 share it
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (-x2, x1): a quarter turn of every (i, i + d_head/2) pair."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rope(
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rotate queries and keys (never values). q, k: (B, heads, T, d_head); cos, sin: (B, T, d_head)."""
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (B, 1, T, d_head): same rotation for every head
+    q_rot = q * cos + rotate_half(q) * sin
+    k_rot = k * cos + rotate_half(k) * sin
+    return q_rot, k_rot
+# --8<-- [end:rope]
+
+
+def rotate(x: torch.Tensor, position: int, theta: float = 10000.0) -> torch.Tensor:
+    """Rotate one vector (or a batch of vectors, last axis d_head) as if it sat at ``position``."""
+    cos, sin = rope_cos_sin(torch.tensor(position), x.size(-1), theta, x.dtype)
+    return x * cos + rotate_half(x) * sin
