@@ -1,0 +1,54 @@
+# Two commands for a new user:  `make serve`  and  `make test`.
+# Both create .venv and node_modules when missing and rebuild the book first.
+
+SHELL   := /bin/bash
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+PORT    ?= 8000
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+export PORT
+export NO_MKDOCS_2_WARNING := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: serve test build chromium clean
+
+## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
+serve: build
+	exec $(BIN)/gunicorn -c backend/gunicorn_conf.py
+
+## test: every test; the suite builds the book itself (strict, notebooks executed)
+test: $(VENV)/.dev-installed node_modules/.installed chromium
+	$(BIN)/python -m pytest
+
+## build: the static site in site/, with widgets baked
+build: $(VENV)/.installed node_modules/.installed
+	$(BIN)/mkdocs build --strict
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: requirements.txt requirements-docs.txt | $(BIN)/python
+	$(BIN)/pip install -r requirements.txt -r requirements-docs.txt
+	touch $@
+
+$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
+	$(BIN)/pip install -r requirements-dev.txt
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+## chromium: the system browser the browser tests drive (never `playwright install`)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  $(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+
+clean:
+	rm -rf site .cache

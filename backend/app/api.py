@@ -1,0 +1,88 @@
+"""Routes of the widget API (contract in DESIGN.md); the OpenAPI document is built from specs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import torch
+from flask import Blueprint, abort, jsonify, request
+
+from backend import device
+from backend.app import limits, openapi
+from backend.widgets import REGISTRY
+from backend.widgets.spec import ParamError
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+
+@bp.get("/health")
+def health():
+    return {"status": "ok", "device": device.describe(), "torch": torch.__version__}
+
+
+@bp.get("/widgets")
+def list_widgets():
+    return {"widgets": [m.SPEC.to_json() for m in REGISTRY.values()]}
+
+
+@bp.get("/widgets/<name>")
+def describe_widget(name: str):
+    return _module(name).SPEC.to_json()
+
+
+@bp.post("/widgets/<name>")
+def compute_widget(name: str):
+    module = _module(name)
+    guard = limits.get()
+    guard.check_rate()
+    params = module.SPEC.resolve(_json_body())
+
+    key = guard.cache.key(name, params)
+    result = guard.cache.get(key)
+    cached = result is not None
+    if not cached:
+        with guard.compute_slot():
+            start = time.perf_counter()
+            out = module.compute(params)
+            elapsed_ms = (time.perf_counter() - start) * 1000
+        result = {"values": out["values"], "figure": out["figure"],
+                  "elapsed_ms": round(elapsed_ms, 2)}
+        guard.cache.put(key, result)
+    return jsonify({
+        "widget": name,
+        "params": params,
+        "values": result["values"],
+        "figure": result["figure"],
+        "device": device.describe(),
+        "elapsed_ms": result["elapsed_ms"],
+        "cached": cached,
+    })
+
+
+@bp.get("/openapi.json")
+def openapi_document():
+    return openapi.document(REGISTRY)
+
+
+def _module(name: str):
+    module = REGISTRY.get(name)
+    if module is None:
+        abort(404, description=f"no widget named {name!r}; known widgets: "
+                               f"{', '.join(sorted(REGISTRY))}")
+    return module
+
+
+def _reject_constant(token: str):
+    raise ValueError(f"{token} is not a number JSON allows")
+
+
+def _json_body():
+    raw = request.get_data(cache=False)  # MAX_CONTENT_LENGTH has already capped its size
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        # UnicodeDecodeError and JSONDecodeError are both ValueErrors.
+        raise ParamError(f"the request body is not valid JSON: {exc}") from None

@@ -1,0 +1,58 @@
+"""Every error leaves as JSON `{"error": "<sentence>"}` with the status that fits it."""
+
+from __future__ import annotations
+
+from flask import Flask, jsonify, request
+from werkzeug.exceptions import HTTPException, InternalServerError
+
+from backend.widgets.spec import ParamError
+
+# Werkzeug's default descriptions are written for HTML pages; say what the client can fix.
+MESSAGES = {
+    404: "no such resource",
+    405: "this method is not allowed here",
+    413: "the request body is too large",
+}
+
+
+def json_error(status: int, message: str, **extra):
+    resp = jsonify({"error": message, **extra})
+    resp.status_code = status
+    return resp
+
+
+def init_app(app: Flask) -> None:
+    @app.errorhandler(ParamError)
+    def bad_param(exc: ParamError):
+        extra = {"param": exc.param} if exc.param else {}
+        return json_error(400, str(exc), **extra)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException):
+        if not request.path.startswith("/api/") and exc.code == 404:
+            from backend.app.site import not_found_page
+            return not_found_page()
+        if exc.description and exc.description != type(exc).description:
+            message = exc.description  # raised with a message written for the client
+        else:
+            message = MESSAGES.get(exc.code, exc.name.lower())
+        if exc.code == 413:
+            message = (f"the request body is too large; the limit is "
+                       f"{app.config['MAX_CONTENT_LENGTH']} bytes")
+        if exc.code == 405:
+            allowed = sorted(exc.valid_methods or [])
+            message = f"{request.method} is not allowed here; use {' or '.join(allowed)}"
+        resp = json_error(exc.code, message)
+        if exc.code == 405 and exc.valid_methods:
+            resp.headers["Allow"] = ", ".join(sorted(exc.valid_methods))
+        for key, value in (exc.get_headers() if exc.code in (429, 503) else []):
+            if key.lower() == "retry-after":
+                resp.headers[key] = value
+        return resp
+
+    @app.errorhandler(Exception)
+    def server_error(exc: Exception):
+        # A bug on our side, never the client's input: log it, and say so plainly.
+        app.logger.exception("unhandled error on %s %s", request.method, request.path)
+        return json_error(500, InternalServerError.description.split(".")[0] +
+                          "; this is a bug in the book's server, not in your request")

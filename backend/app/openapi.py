@@ -1,0 +1,80 @@
+"""The OpenAPI 3.1 document of the API, generated from the widget specs (never hand-edited)."""
+
+from __future__ import annotations
+
+from backend.widgets.spec import Param
+
+JSON_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "choice": "string",
+              "text": "string"}
+
+
+def _param_schema(p: Param) -> dict:
+    schema = {"type": JSON_TYPES[p.type], "default": p.default, "description": p.label}
+    if p.type in {"int", "float"}:
+        schema.update(minimum=p.min, maximum=p.max)
+    if p.type == "choice":
+        schema["enum"] = list(p.options)
+    if p.type == "text":
+        schema.update(minLength=1, maxLength=p.max_length)
+    return schema
+
+
+ERROR = {"type": "object", "required": ["error"],
+         "properties": {"error": {"type": "string"}, "param": {"type": "string"}}}
+
+
+def _error(description: str) -> dict:
+    return {"description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def document(registry: dict) -> dict:
+    paths = {
+        "/api/health": {"get": {"summary": "Liveness and the compute device", "responses": {
+            "200": {"description": "ok", "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"status": {"type": "string"},
+                                                 "device": {"type": "string"},
+                                                 "torch": {"type": "string"}}}}}}}}},
+        "/api/widgets": {"get": {"summary": "Every widget's parameter spec", "responses": {
+            "200": {"description": "the specs"}}}},
+    }
+    for name, module in registry.items():
+        spec = module.SPEC
+        body = {"type": "object", "additionalProperties": False,
+                "properties": {p.name: _param_schema(p) for p in spec.params}}
+        paths[f"/api/widgets/{name}"] = {
+            "get": {"summary": f"Spec of {spec.title}", "responses": {
+                "200": {"description": "the spec"}}},
+            "post": {
+                "summary": spec.title,
+                "description": spec.description,
+                "requestBody": {"required": False,
+                                "content": {"application/json": {"schema": body}}},
+                "responses": {
+                    "200": {"description": "values and a Plotly figure", "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/Result"}}}},
+                    "400": _error("a parameter is of the wrong type, out of range or unknown, "
+                                  "or the body is not a JSON object"),
+                    "413": _error("the body is too large"),
+                    "429": _error("rate limited"),
+                    "503": _error("busy; retry later"),
+                },
+            },
+        }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Interactive Transformer book API", "version": "1"},
+        "paths": paths,
+        "components": {"schemas": {
+            "Error": ERROR,
+            "Result": {"type": "object",
+                       "required": ["widget", "params", "values", "figure", "device",
+                                    "elapsed_ms"],
+                       "properties": {"widget": {"type": "string"}, "params": {"type": "object"},
+                                      "values": {"type": "object"},
+                                      "figure": {"type": "object"},
+                                      "device": {"type": "string"},
+                                      "elapsed_ms": {"type": "number"},
+                                      "cached": {"type": "boolean"}}},
+        }},
+    }

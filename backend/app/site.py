@@ -1,0 +1,68 @@
+"""Serves the built book (`mkdocs build` output) from the same origin as the API.
+
+Text assets are precompressed at build time (`<file>.gz` beside `<file>`); a client that
+accepts gzip gets those bytes, which matters for readers on slow phone connections.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+
+from flask import Blueprint, abort, current_app, request, send_file
+from werkzeug.security import safe_join
+
+bp = Blueprint("site", __name__)
+
+CACHE_SECONDS = 600
+
+
+def _site_dir() -> Path:
+    return Path(current_app.config["SITE_DIR"])
+
+
+@bp.get("/", defaults={"path": ""})
+@bp.get("/<path:path>")
+def page(path: str):
+    if path == "api" or path.startswith("api/"):
+        abort(404, description=f"no API endpoint /{path}; see /api/openapi.json")
+    root = _site_dir()
+    if not (root / "index.html").is_file():
+        return ("The book has not been built yet: run `make serve` (or `mkdocs build`).\n",
+                503, {"Content-Type": "text/plain; charset=utf-8"})
+    target = safe_join(str(root), path)
+    if target is None:
+        abort(404)
+    file = Path(target)
+    if file.is_dir():
+        if path and not path.endswith("/"):
+            # Relative links in the page only resolve with the trailing slash.
+            return "", 308, {"Location": request.root_path + "/" + path + "/"}
+        file = file / "index.html"
+    if not file.is_file():
+        abort(404)
+    return _send(file)
+
+
+def _send(file: Path):
+    gz = file.with_name(file.name + ".gz")
+    mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+    if gz.is_file() and "gzip" in request.headers.get("Accept-Encoding", ""):
+        resp = send_file(gz, mimetype=mime, max_age=CACHE_SECONDS, conditional=True,
+                         etag=True)
+        resp.headers["Content-Encoding"] = "gzip"
+    else:
+        resp = send_file(file, mimetype=mime, max_age=CACHE_SECONDS, conditional=True)
+    resp.headers["Vary"] = "Accept-Encoding"
+    if mime.startswith("text/") or mime in ("application/javascript", "application/json"):
+        resp.headers["Content-Type"] = f"{mime}; charset=utf-8"
+    return resp
+
+
+def not_found_page():
+    page_404 = _site_dir() / "404.html"
+    if page_404.is_file():
+        resp = send_file(page_404, mimetype="text/html")
+        resp.status_code = 404
+        return resp
+    return "Not found\n", 404, {"Content-Type": "text/plain; charset=utf-8"}

@@ -1,0 +1,28 @@
+"""gunicorn settings for `make serve` and the container: one command, two places.
+
+Threads per worker let static files flow while a widget computes; torch's own thread pool
+is divided among the workers so they do not fight over cores.
+"""
+
+import multiprocessing
+import os
+
+cpus = multiprocessing.cpu_count()
+bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
+workers = int(os.environ.get("WEB_CONCURRENCY", min(4, max(2, cpus))))
+worker_class = "gthread"
+threads = int(os.environ.get("BOOK_THREADS", 4))
+timeout = 60
+graceful_timeout = 20
+keepalive = 5
+preload_app = True  # import torch and the widgets once, before forking
+control_socket_disable = True  # gunicorn 27 otherwise opens a socket in ~/.gunicorn
+accesslog = "-" if os.environ.get("BOOK_ACCESS_LOG") else None
+errorlog = "-"
+wsgi_app = "backend.app:create_app()"
+
+
+def post_fork(server, worker):
+    import torch
+
+    torch.set_num_threads(max(1, cpus // workers))

@@ -1,0 +1,31 @@
+"""The widget registry: one module per widget, each exposing `SPEC` and `compute(params)`.
+
+`compute` receives parameters already validated by `SPEC.resolve` and returns
+`{"values": {name: number-or-list}, "figure": {"data": [...], "layout": {...}}}`.
+Adding a widget means adding its module to `_MODULES` below, one chapter block and one test.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+_MODULES = (
+    "attention_scaling",
+)
+
+
+def _load() -> dict[str, ModuleType]:
+    registry = {}
+    for mod_name in _MODULES:
+        module = importlib.import_module(f"{__name__}.{mod_name}")
+        assert module.SPEC.name == mod_name, f"{mod_name}: SPEC.name must match the module name"
+        registry[mod_name] = module
+    return registry
+
+
+REGISTRY: dict[str, ModuleType] = _load()
+
+
+def get(name: str) -> ModuleType | None:
+    return REGISTRY.get(name)

@@ -1,0 +1,221 @@
+"""A widget's controls and outputs, declared once as data.
+
+The API validates requests against a `WidgetSpec`, the book's build hook renders the page's
+controls from it, and the OpenAPI document is generated from it. Nothing else may restate a
+parameter's range or default.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class ParamError(ValueError):
+    """A client sent a value the spec does not allow. The message is shown to the reader."""
+
+    def __init__(self, message: str, param: str | None = None):
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    label: str
+    type: str  # "int" | "float" | "bool" | "choice" | "text"
+    default: Any
+    min: float | None = None
+    max: float | None = None
+    step: float | None = None
+    unit: str = ""
+    help: str = ""
+    options: tuple[str, ...] = ()  # for "choice"
+    max_length: int | None = None  # for "text"
+    scale: str = "linear"  # "linear" | "log2": how the page's slider moves (int/float only)
+
+    def __post_init__(self):
+        if self.type not in {"int", "float", "bool", "choice", "text"}:
+            raise TypeError(f"unknown param type {self.type!r}")
+        if self.type in {"int", "float"} and (self.min is None or self.max is None):
+            raise TypeError(f"numeric param {self.name!r} needs min and max")
+        if self.type == "choice" and self.default not in self.options:
+            raise TypeError(f"default of {self.name!r} is not one of its options")
+        if self.type == "text" and not self.max_length:
+            raise TypeError(f"text param {self.name!r} needs max_length")
+        # The default must itself be valid, so a spec can never contradict itself.
+        self.validate(self.default)
+
+    def describe_range(self) -> str:
+        if self.type in {"int", "float"}:
+            return f"{_fmt(self.min)} to {_fmt(self.max)}"
+        if self.type == "choice":
+            return "one of " + ", ".join(repr(o) for o in self.options)
+        if self.type == "text":
+            return f"a non-empty string of at most {self.max_length} characters"
+        return "true or false"
+
+    def validate(self, value: Any) -> Any:
+        """Return the value coerced to the param's type, or raise ParamError naming the rule."""
+        where = f"'{self.name}'"
+        if self.type == "bool":
+            if isinstance(value, bool):
+                return value
+            raise ParamError(f"{where} must be true or false, got {_show(value)}", self.name)
+        if self.type == "int":
+            # JSON has one number type; accept 64.0 but not 64.5, and never booleans.
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ParamError(f"{where} must be an integer, got {_show(value)}", self.name)
+            if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
+                raise ParamError(f"{where} must be an integer, got {_show(value)}", self.name)
+            value = int(value)
+        elif self.type == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ParamError(f"{where} must be a number, got {_show(value)}", self.name)
+            value = float(value)
+            if not math.isfinite(value):
+                raise ParamError(f"{where} must be a finite number", self.name)
+        if self.type in {"int", "float"}:
+            if not (self.min <= value <= self.max):
+                raise ParamError(
+                    f"{where} must be between {self.describe_range()}, got {_fmt(value)}",
+                    self.name,
+                )
+            return value
+        if self.type == "choice":
+            if not isinstance(value, str) or value not in self.options:
+                raise ParamError(
+                    f"{where} must be {self.describe_range()}, got {_show(value)}", self.name
+                )
+            return value
+        # text
+        if not isinstance(value, str):
+            raise ParamError(f"{where} must be a string, got {_show(value)}", self.name)
+        if len(value) > self.max_length:
+            raise ParamError(
+                f"{where} is {len(value)} characters long; the limit is {self.max_length}",
+                self.name,
+            )
+        if any(unicodedata.category(c) == "Cc" and c not in "\t\n\r" for c in value):
+            raise ParamError(f"{where} must not contain control characters", self.name)
+        if not value.strip():
+            raise ParamError(f"{where} must not be empty", self.name)
+        return value
+
+    def to_json(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if v not in (None, "", ())}
+        if self.type == "choice":
+            d["options"] = list(self.options)
+        return d
+
+
+@dataclass(frozen=True)
+class Output:
+    """A named value the widget returns, with how the page should label and format it."""
+
+    name: str
+    label: str
+    fmt: str = ".4g"  # a Python format spec; the page mirrors the common ones
+    unit: str = ""
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v != ""}
+
+
+@dataclass(frozen=True)
+class WidgetSpec:
+    name: str
+    title: str
+    params: tuple[Param, ...]
+    outputs: tuple[Output, ...] = ()
+    description: str = ""
+    # Extra parameter sets baked into the page at build time, so it still works with no API.
+    # By default: the defaults plus a sweep of each numeric param with the others at default.
+    bake: tuple[dict, ...] | None = None
+    sweep_points: int = 7
+    cost_hint: str = field(default="light")  # "light" | "heavy": heavy widgets share a lock
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    def defaults(self) -> dict:
+        return {p.name: p.default for p in self.params}
+
+    def resolve(self, body: Any) -> dict:
+        """Validate a request body against the spec; missing params take their defaults."""
+        if not isinstance(body, dict):
+            raise ParamError(
+                f"the request body must be a JSON object of parameter values, got {_show(body)}"
+            )
+        known = {p.name for p in self.params}
+        unknown = sorted(set(body) - known)
+        if unknown:
+            raise ParamError(
+                f"unknown parameter {unknown[0]!r} for widget '{self.name}'; "
+                f"known parameters: {', '.join(sorted(known))}",
+                unknown[0],
+            )
+        return {p.name: p.validate(body[p.name]) if p.name in body else p.default
+                for p in self.params}
+
+    def bake_points(self) -> list[dict]:
+        """Parameter sets to precompute at build time (defaults first, no duplicates)."""
+        points = [self.defaults()]
+        if self.bake is not None:
+            points += [self.resolve(p) for p in self.bake]
+        else:
+            for p in self.params:
+                if p.type in {"int", "float"}:
+                    for v in sweep(p, self.sweep_points):
+                        points.append({**self.defaults(), p.name: v})
+                elif p.type in {"bool", "choice"}:
+                    for v in ((True, False) if p.type == "bool" else p.options):
+                        points.append({**self.defaults(), p.name: v})
+        unique = []
+        for pt in points:
+            if pt not in unique:
+                unique.append(pt)
+        return unique
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "params": [p.to_json() for p in self.params],
+            "outputs": [o.to_json() for o in self.outputs],
+        }
+
+
+def sweep(p: Param, n: int) -> list:
+    """n values spread over a numeric param's range, on the slider's own scale."""
+    lo, hi = p.min, p.max
+    if p.scale == "log2" and lo > 0:
+        vals = [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
+    else:
+        vals = [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+    if p.type == "int":
+        vals = [int(round(v)) for v in vals]
+        if p.scale == "log2":  # snap to powers of two where the range allows: nicer stops
+            vals = [min(max(2 ** round(math.log2(v)), int(lo)), int(hi)) for v in vals]
+    out = []
+    for v in vals + [p.default]:
+        if v not in out:
+            out.append(v)
+    return sorted(out)
+
+
+def _fmt(x) -> str:
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    return str(x)
+
+
+def _show(value) -> str:
+    text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,176 @@
+"""The HTTP contract of DESIGN.md, through Flask's test client."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from backend.app import create_app
+from backend.widgets import REGISTRY
+
+URL = "/api/widgets/attention_scaling"
+
+
+def test_health(client):
+    r = client.get("/api/health")
+    assert r.status_code == 200
+    body = r.get_json()
+    assert body["status"] == "ok"
+    assert body["device"].startswith(("cpu", "cuda"))
+    assert body["torch"].startswith("2.")
+
+
+def test_widget_list_comes_from_the_specs(client):
+    body = client.get("/api/widgets").get_json()
+    names = [w["name"] for w in body["widgets"]]
+    assert names == list(REGISTRY)
+    scaling = body["widgets"][names.index("attention_scaling")]
+    d_k = next(p for p in scaling["params"] if p["name"] == "d_k")
+    assert (d_k["type"], d_k["min"], d_k["max"], d_k["default"]) == ("int", 1, 1024, 64)
+
+
+def test_compute_happy_path(client):
+    r = client.post(URL, json={"d_k": 128, "n_positions": 16, "seed": 3})
+    assert r.status_code == 200
+    body = r.get_json()
+    assert body["widget"] == "attention_scaling"
+    assert body["params"] == {"d_k": 128, "n_positions": 16, "seed": 3}
+    assert set(body) >= {"values", "figure", "device", "elapsed_ms"}
+    assert body["figure"]["data"] and "layout" in body["figure"]
+    assert 100 < body["values"]["var_unscaled"] < 160
+    assert 0.8 < body["values"]["var_scaled"] < 1.2
+
+
+def test_missing_params_take_defaults_and_results_are_cached(client):
+    first = client.post(URL, json={}).get_json()
+    assert first["params"] == REGISTRY["attention_scaling"].SPEC.defaults()
+    assert first["cached"] is False
+    again = client.post(URL, data="").get_json()  # an empty body means "all defaults"
+    assert again["cached"] is True
+    assert again["values"] == first["values"]
+
+
+def test_json_float_that_is_an_integer_is_accepted(client):
+    assert client.post(URL, json={"d_k": 64.0}).get_json()["params"]["d_k"] == 64
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ({"d_k": "64"}, "'d_k' must be an integer"),
+    ({"d_k": True}, "'d_k' must be an integer"),
+    ({"d_k": 64.5}, "'d_k' must be an integer"),
+    ({"d_k": None}, "'d_k' must be an integer"),
+    ({"d_k": [64]}, "'d_k' must be an integer"),
+    ({"d_k": 0}, "'d_k' must be between 1 to 1024"),
+    ({"d_k": 1025}, "'d_k' must be between 1 to 1024"),
+    ({"d_k": 10 ** 400}, "'d_k' must be between"),
+    ({"n_positions": 1}, "'n_positions' must be between 2 to 512"),
+    ({"seed": -1}, "'seed' must be between"),
+    ({"head_dim": 64}, "unknown parameter 'head_dim'"),
+])
+def test_bad_parameters_are_400_naming_the_parameter(client, body, fragment):
+    r = client.post(URL, json=body)
+    assert r.status_code == 400, r.get_json()
+    assert fragment in r.get_json()["error"]
+
+
+@pytest.mark.parametrize("raw", [
+    "{", "[1, 2]", "64", '"d_k"', "null", '{"d_k": NaN}', '{"d_k": Infinity}',
+    b"\xff\xfe\x00", "[" * 100_00,
+])
+def test_malformed_or_non_object_bodies_are_400(client, raw):
+    r = client.post(URL, data=raw, content_type="application/json")
+    assert r.status_code in (400, 413)
+    assert r.get_json()["error"]
+
+
+def test_oversized_body_is_413(client):
+    r = client.post(URL, data=json.dumps({"pad": "x" * 50_000}),
+                    content_type="application/json")
+    assert r.status_code == 413
+    assert "limit is 16384 bytes" in r.get_json()["error"]
+
+
+def test_unknown_widget_is_404_listing_the_known_ones(client):
+    r = client.post("/api/widgets/no_such_widget", json={})
+    assert r.status_code == 404
+    assert "attention_scaling" in r.get_json()["error"]
+    assert client.get("/api/nothing-here").status_code == 404
+    assert client.get("/api/nothing-here").get_json()["error"]
+
+
+@pytest.mark.parametrize("method, url", [
+    ("put", URL), ("delete", URL), ("patch", URL), ("post", "/api/widgets"),
+    ("post", "/api/health"),
+])
+def test_wrong_method_is_405_with_allow_header(client, method, url):
+    r = getattr(client, method)(url, json={})
+    assert r.status_code == 405
+    assert "not allowed" in r.get_json()["error"]
+    assert r.headers["Allow"]
+
+
+def test_get_on_a_widget_returns_its_spec(client):
+    spec = client.get(URL).get_json()
+    assert spec["name"] == "attention_scaling"
+    assert [o["name"] for o in spec["outputs"]][:2] == ["var_unscaled", "var_scaled"]
+
+
+def test_rate_limit_is_429_with_retry_after(tmp_path):
+    app = create_app({"TESTING": True, "RATE_LIMIT_PER_MINUTE": 3,
+                      "SITE_DIR": str(tmp_path)})
+    client = app.test_client()
+    codes = [client.post(URL, json={"d_k": 2}).status_code for _ in range(5)]
+    assert codes[:3] == [200, 200, 200] and codes[3:] == [429, 429]
+    r = client.post(URL, json={"d_k": 2})
+    assert "too many requests" in r.get_json()["error"]
+    assert int(r.headers["Retry-After"]) >= 1
+
+
+def test_busy_server_is_503(tmp_path):
+    app = create_app({"TESTING": True, "MAX_CONCURRENT_COMPUTES": 1,
+                      "COMPUTE_WAIT_SECONDS": 0.05, "SITE_DIR": str(tmp_path)})
+    client = app.test_client()
+    slots = app.extensions["book_limits"].slots
+    slots.acquire()  # another request is computing
+    try:
+        r = client.post(URL, json={"d_k": 3})
+    finally:
+        slots.release()
+    assert r.status_code == 503
+    assert "busy" in r.get_json()["error"]
+    assert client.post(URL, json={"d_k": 3}).status_code == 200
+
+
+def test_concurrent_requests_all_succeed(tmp_path):
+    app = create_app({"TESTING": True, "SITE_DIR": str(tmp_path)})
+    results = []
+
+    def hit(d):
+        results.append(app.test_client().post(URL, json={"d_k": d}).status_code)
+
+    threads = [threading.Thread(target=hit, args=(d,)) for d in (5, 6, 7, 8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [200] * 4
+
+
+def test_openapi_document_covers_every_widget(client):
+    doc = client.get("/api/openapi.json").get_json()
+    assert doc["openapi"].startswith("3.")
+    for name, module in REGISTRY.items():
+        post = doc["paths"][f"/api/widgets/{name}"]["post"]
+        props = post["requestBody"]["content"]["application/json"]["schema"]["properties"]
+        assert set(props) == {p.name for p in module.SPEC.params}
+        assert {"400", "413", "429", "503"} <= set(post["responses"])
+
+
+def test_a_bug_in_a_widget_is_a_json_500_not_a_traceback(client, monkeypatch):
+    module = REGISTRY["attention_scaling"]
+    monkeypatch.setattr(module, "compute", lambda params: 1 / 0)
+    r = client.post(URL, json={"d_k": 9})
+    assert r.status_code == 500
+    assert "bug in the book's server" in r.get_json()["error"]

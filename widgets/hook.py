@@ -1,0 +1,174 @@
+"""MkDocs hook: turns widget blocks into live widgets and computed numbers into prose.
+
+In a chapter's markdown:
+
+    ```widget
+    name: attention_scaling
+    params: {d_k: 128}          # optional: the values the page starts from
+    ```
+
+becomes a `<div data-widget>` carrying the widget's spec and results baked at build time
+(the start values plus the spec's bake points), which `runtime.js` mounts. And
+
+    {{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}
+
+is replaced by the number the widget computes for those parameters, so prose cannot drift
+from code. The hook also ships the browser libraries (Plotly, KaTeX) from `node_modules/` into
+the site, so the built book loads nothing from outside itself, and gzips text assets.
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import html
+import json
+import logging
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from backend.widgets import REGISTRY  # noqa: E402  (needs the repo root on sys.path)
+from backend.widgets.spec import ParamError  # noqa: E402
+
+log = logging.getLogger("mkdocs.hooks.widgets")
+
+NODE = ROOT / "node_modules"
+# site path -> source path. Only what the pages load; KaTeX's woff2 fonts are enough for
+# every browser that runs the rest of the site.
+VENDOR = {
+    "assets/vendor/plotly.min.js": NODE / "plotly.js-cartesian-dist-min/plotly-cartesian.min.js",
+    "assets/vendor/katex/katex.min.js": NODE / "katex/dist/katex.min.js",
+    "assets/vendor/katex/katex.min.css": NODE / "katex/dist/katex.min.css",
+    "assets/vendor/katex/contrib/auto-render.min.js":
+        NODE / "katex/dist/contrib/auto-render.min.js",
+    "assets/book/runtime.js": ROOT / "widgets/runtime.js",
+    "assets/book/runtime.css": ROOT / "widgets/runtime.css",
+}
+
+WIDGET_BLOCK = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
+                          re.M | re.S)
+VALUE_CALL = re.compile(r"\{\{\s*value\((?P<args>.*?)\)\s*\}\}", re.S)
+
+API_BASE = "/api"
+
+
+# ---------------------------------------------------------------------------- computations
+
+@lru_cache(maxsize=None)
+def _compute(name: str, params_json: str) -> dict:
+    return REGISTRY[name].compute(json.loads(params_json))
+
+
+def compute(name: str, params: dict) -> dict:
+    """Validated, memoized compute: every page and value call shares one result per params."""
+    module = REGISTRY.get(name)
+    if module is None:
+        raise PluginError(f"unknown widget {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    try:
+        resolved = module.SPEC.resolve(params)
+    except ParamError as exc:
+        raise PluginError(f"widget {name!r}: {exc}") from None
+    return {"params": resolved, **_compute(name, json.dumps(resolved, sort_keys=True))}
+
+
+def lookup(values: dict, path: str):
+    """`top.0.weight` -> values["top"][0]["weight"]."""
+    node = values
+    for part in path.split("."):
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return node
+
+
+def format_value(value, fmt: str) -> str:
+    return format(value, fmt) if fmt else str(value)
+
+
+# ------------------------------------------------------------------------------- markdown
+
+def render_value_call(match: re.Match, where: str) -> str:
+    try:
+        call = ast.parse(f"f({match.group('args')})", mode="eval").body
+        args = [ast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    except (SyntaxError, ValueError) as exc:
+        raise PluginError(f"{where}: cannot read {match.group(0)!r}: {exc}") from None
+    if len(args) != 2:
+        raise PluginError(f"{where}: value() takes a widget name and a value name, "
+                          f"got {match.group(0)!r}")
+    fmt = kwargs.pop("fmt", "")
+    name, path = args
+    result = compute(name, kwargs)
+    try:
+        value = lookup(result["values"], path)
+    except (KeyError, IndexError, ValueError, TypeError):
+        raise PluginError(f"{where}: widget {name!r} has no value {path!r}") from None
+    return html.escape(format_value(value, fmt))
+
+
+def render_widget_block(match: re.Match, where: str) -> str:
+    try:
+        block = yaml.safe_load(match.group("body")) or {}
+    except yaml.YAMLError as exc:
+        raise PluginError(f"{where}: widget block is not valid YAML: {exc}") from None
+    if not isinstance(block, dict) or "name" not in block:
+        raise PluginError(f"{where}: a widget block needs `name: <widget>`")
+    name = block["name"]
+    start = block.get("params") or {}
+    first = compute(name, start)
+    spec = REGISTRY[name].SPEC
+    baked, seen = [first], {json.dumps(first["params"], sort_keys=True)}
+    for point in spec.bake_points():
+        key = json.dumps(point, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            baked.append(compute(name, point))
+    payload = {"spec": spec.to_json(), "start": first["params"], "api": API_BASE,
+               "baked": baked}
+    # `</` must not end the script element early; JSON allows the escaped form.
+    data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
+    indent = match.group("indent")
+    return (f'{indent}<div class="tw-widget" data-widget="{html.escape(name)}">'
+            f'<script type="application/json" class="tw-config">{data}</script>'
+            f'<noscript>This interactive figure needs JavaScript.</noscript></div>')
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    where = page.file.src_uri
+    markdown = WIDGET_BLOCK.sub(lambda m: render_widget_block(m, where), markdown)
+    return VALUE_CALL.sub(lambda m: render_value_call(m, where), markdown)
+
+
+# --------------------------------------------------------------------------- assets, gzip
+
+def on_files(files: Files, config) -> Files:
+    for dest, src in VENDOR.items():
+        if not src.is_file():
+            raise PluginError(f"{src} is missing: run `make build` (it runs `npm ci`) first")
+        files.append(File.generated(config, dest, abs_src_path=str(src)))
+    return files
+
+
+COMPRESSIBLE = {".html", ".js", ".css", ".json", ".svg", ".xml", ".txt", ".map"}
+
+
+def on_post_build(config) -> None:
+    """Write `<file>.gz` beside each text asset; the Flask app serves it to gzip clients."""
+    site = Path(config["site_dir"])
+    saved = 0
+    for path in site.rglob("*"):
+        if path.suffix in COMPRESSIBLE and path.is_file() and path.stat().st_size > 1024:
+            raw = path.read_bytes()
+            packed = gzip.compress(raw, compresslevel=9, mtime=0)
+            path.with_name(path.name + ".gz").write_bytes(packed)
+            saved += len(raw) - len(packed)
+    log.info("gzip: %.1f MB saved for gzip clients", saved / 1e6)
