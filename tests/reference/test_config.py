@@ -1,0 +1,39 @@
+import pytest
+
+from backend.reference.config import ModelConfig
+
+BASE = dict(vocab_size=10, d_model=16, n_layers=1, n_heads=4, d_ff=32)
+
+
+def test_defaults_and_properties():
+    c = ModelConfig(**BASE)
+    assert c.n_kv_heads == 4 and c.d_head == 4 and c.n_rep == 1
+    assert ModelConfig(**BASE, n_kv_heads=1).n_rep == 4  # multi-query attention
+
+
+def test_frozen():
+    c = ModelConfig(**BASE)
+    with pytest.raises(Exception):
+        c.d_model = 8
+    assert c.replace(n_kv_heads=2).n_kv_heads == 2
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(d_model=18), "divisible by n_heads"),
+        (dict(n_kv_heads=3), "multiple of n_kv_heads"),
+        (dict(n_kv_heads=8), "multiple of n_kv_heads"),
+        (dict(n_heads=0), "at least 1"),
+        (dict(vocab_size=-1), "at least 1"),
+        (dict(d_ff=2.5), "integer"),
+        (dict(n_layers=True), "integer"),
+        (dict(d_model=12, n_heads=4), "even"),
+        (dict(rope_theta=0.0), "rope_theta"),
+        (dict(norm_eps=-1.0), "norm_eps"),
+        (dict(dropout=1.0), "dropout"),
+    ],
+)
+def test_invalid_configs_raise_clear_errors(change, message):
+    with pytest.raises(ValueError, match=message):
+        ModelConfig(**{**BASE, **change})

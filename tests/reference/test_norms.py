@@ -1,0 +1,42 @@
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from backend.reference.norms import LayerNorm, RMSNorm
+
+
+def test_rmsnorm_matches_torch():
+    ours = RMSNorm(48, eps=1e-5)
+    with torch.no_grad():
+        ours.weight.normal_()
+    theirs = nn.RMSNorm(48, eps=1e-5)
+    theirs.load_state_dict(ours.state_dict())
+    x = torch.randn(3, 5, 48) * 4 + 1
+    torch.testing.assert_close(ours(x), theirs(x), atol=1e-6, rtol=0)
+
+
+def test_layernorm_matches_functional():
+    ours = LayerNorm(48, eps=1e-5)
+    with torch.no_grad():
+        ours.weight.normal_()
+        ours.bias.normal_()
+    x = torch.randn(3, 5, 48) * 4 + 1
+    ref = F.layer_norm(x, (48,), ours.weight, ours.bias, eps=1e-5)
+    torch.testing.assert_close(ours(x), ref, atol=1e-6, rtol=0)
+
+
+def test_rmsnorm_does_not_centre():
+    x = torch.randn(4, 16) + 3.0
+    y = RMSNorm(16)(x)
+    assert (y.mean(-1) > 0.5).all()  # not centred
+    torch.testing.assert_close(y.pow(2).mean(-1).sqrt(), torch.ones(4), atol=1e-4, rtol=0)  # unit RMS
+
+
+def test_rmsnorm_upcasts_the_reduction_in_bf16():
+    x = torch.randn(2, 4096) * 30
+    y16 = RMSNorm(4096).to(torch.bfloat16)(x.to(torch.bfloat16))  # a bf16 model: bf16 weights too
+    assert y16.dtype == torch.bfloat16
+    naive = x.to(torch.bfloat16)
+    naive = naive * torch.rsqrt(naive.pow(2).mean(-1, keepdim=True) + 1e-5)  # reduction in bf16
+    exact = RMSNorm(4096)(x)
+    assert (y16.float() - exact).abs().max() <= (naive.float() - exact).abs().max()
