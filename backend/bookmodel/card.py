@@ -26,7 +26,8 @@ def model_card(m: dict) -> str:
         ("optimiser", f"AdamW, lr {tr['lr']:g} (warm-up {tr['warmup_steps']}, cosine to "
          f"{tr['lr'] * tr['min_lr_ratio']:g}), weight decay {tr['weight_decay']:g}, clip {tr['grad_clip']:g}"),
         ("seed / threads", f"{tr['seed']} / {tr['threads']}"),
-        ("wall time", f"{tr['wall_seconds'] / 60:.1f} min on {tr['threads']} CPU threads (torch {tr['torch']})"),
+        ("time", f"{tr['wall_seconds'] / 60:.1f} min wall clock, {tr['cpu_seconds'] / 60:.1f} CPU-minutes on "
+         f"{tr['threads']} threads (torch {tr['torch']}); the wall clock includes waiting for a shared CPU"),
         ("final training loss", f"{fin['train_loss']:.4f} nats/token"),
         ("final validation loss", f"{fin['val_loss']:.4f} nats/token (perplexity {fin['val_perplexity']:.1f}, "
          f"{fin['val_tokens']:,} held-out tokens)"),

@@ -104,7 +104,7 @@ def samples(model: DecoderLM, tok, seed: int, n_new: int = 40) -> list[dict]:
 def train(tc: TrainConfig, out_dir: Path, figure: Path | None = None, log=print) -> dict:
     torch.set_num_threads(tc.threads)
     torch.manual_seed(tc.seed)
-    started = time.time()
+    started, cpu_started = time.time(), time.process_time()
 
     train_articles, val_articles = split()
     tok = train_tokenizer((a.text for a in train_articles), tc.vocab_size)
@@ -157,6 +157,7 @@ def train(tc: TrainConfig, out_dir: Path, figure: Path | None = None, log=print)
     }
     final["val_perplexity"] = math.exp(final["val_loss"])
     wall = time.time() - started
+    cpu = time.process_time() - cpu_started  # all threads: about threads x wall on an idle machine
     log(f"final: train {final['train_loss']:.4f}  val {final['val_loss']:.4f}  ({wall:.0f} s)")
 
     metrics = {
@@ -168,7 +169,8 @@ def train(tc: TrainConfig, out_dir: Path, figure: Path | None = None, log=print)
         },
         "tokenizer": {"type": "byte-level BPE", "vocab_size": tok.get_vocab_size(), "bos": EOT},
         "model": {"config": cfg.to_dict(), "n_params": n_params},
-        "training": {**asdict(tc), "wall_seconds": round(wall, 1), "torch": torch.__version__,
+        "training": {**asdict(tc), "wall_seconds": round(wall, 1),
+                     "cpu_seconds": round(cpu, 1), "torch": torch.__version__,
                      "machine": platform.machine()},
         "curve": curve,
         "final": final,
