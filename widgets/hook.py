@@ -53,6 +53,8 @@ VENDOR = {
         NODE / "katex/dist/contrib/auto-render.min.js",
     "assets/book/runtime.js": ROOT / "widgets/runtime.js",
     "assets/book/runtime.css": ROOT / "widgets/runtime.css",
+    **{f"assets/vendor/katex/fonts/{font.name}": font
+       for font in sorted((NODE / "katex/dist/fonts").glob("*.woff2"))},
 }
 
 WIDGET_BLOCK = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",

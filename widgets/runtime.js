@@ -289,17 +289,22 @@
     });
   }
 
+  var CHAPTER_MATH = [{ left: "\\(", right: "\\)", display: false },
+                      { left: "\\[", right: "\\]", display: true }];
+  // Executed notebooks keep their markdown cells' math in TeX's dollar notation.
+  var NOTEBOOK_MATH = [{ left: "$$", right: "$$", display: true },
+                       { left: "$", right: "$", display: false }].concat(CHAPTER_MATH);
+
   function renderMath() {
     if (!window.renderMathInElement) return;
-    document.querySelectorAll(".arithmatex").forEach(function (node) {
-      if (node.dataset.rendered) return;
-      node.dataset.rendered = "1";
-      window.renderMathInElement(node, {
-        delimiters: [{ left: "\\(", right: "\\)", display: false },
-                     { left: "\\[", right: "\\]", display: true }],
-        throwOnError: false
+    [[".arithmatex", CHAPTER_MATH], [".jp-RenderedMarkdown", NOTEBOOK_MATH]].forEach(
+      function (pair) {
+        document.querySelectorAll(pair[0]).forEach(function (node) {
+          if (node.dataset.rendered) return;
+          node.dataset.rendered = "1";
+          window.renderMathInElement(node, { delimiters: pair[1], throwOnError: false });
+        });
       });
-    });
   }
 
   /* Instant navigation swaps <head> children and drops the <style> plotly.js injected at

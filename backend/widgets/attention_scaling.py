@@ -16,7 +16,7 @@ from backend.widgets.spec import Output, Param, WidgetSpec
 
 SPEC = WidgetSpec(
     name="attention_scaling",
-    title="Why divide by √d_k",
+    title="Why divide by √dₖ",
     description="Variance of q·k and the softmax it feeds, with and without the 1/√d_k factor.",
     params=(
         Param("d_k", "head dim d_k", "int", default=64, min=1, max=1024, step=1, scale="log2",

@@ -1,0 +1,125 @@
+"""The built book: strict build, offline assets, baked widgets, and prose numbers that come
+from the code."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from backend.widgets import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTERNAL = re.compile(r"^(https?:)?//", re.I)
+
+
+class Sources(HTMLParser):
+    """Collects every URL the browser would *load* (not links the reader may click)."""
+
+    def __init__(self):
+        super().__init__()
+        self.loaded: list[str] = []
+        self.configs: list[str] = []
+        self._in_config = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in ("script", "img", "iframe", "audio", "video", "source", "embed") and a.get("src"):
+            self.loaded.append(a["src"])
+        if tag == "link" and a.get("href") and set((a.get("rel") or "").split()) & {
+                "stylesheet", "preload", "icon", "modulepreload", "manifest", "prefetch"}:
+            self.loaded.append(a["href"])
+        self._in_config = tag == "script" and "tw-config" in (a.get("class") or "")
+
+    def handle_data(self, data):
+        if self._in_config:
+            self.configs.append(data)
+            self._in_config = False
+
+
+def parse(path: Path) -> Sources:
+    p = Sources()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def test_every_page_loads_only_its_own_files(built_site):
+    pages = list(built_site.rglob("*.html"))
+    assert len(pages) >= 4
+    for page in pages:
+        external = [u for u in parse(page).loaded if EXTERNAL.match(u)]
+        assert not external, f"{page.relative_to(built_site)} loads {external}"
+    for css in built_site.rglob("*.css"):
+        urls = re.findall(r"url\(\s*['\"]?([^)'\"]+)", css.read_text(encoding="utf-8"))
+        assert not [u for u in urls if EXTERNAL.match(u)], f"{css} imports from outside"
+        assert "@import url(http" not in css.read_text(encoding="utf-8")
+
+
+def test_referenced_local_assets_exist(built_site):
+    for page in built_site.rglob("*.html"):
+        for url in parse(page).loaded:
+            if url.startswith(("data:", "#")):
+                continue
+            path = url.split("?")[0]
+            target = (built_site / path.lstrip("/") if path.startswith("/")
+                      else page.parent / path).resolve()
+            assert target.is_file(), f"{page.relative_to(built_site)} loads missing {url}"
+    katex_css = built_site / "assets/vendor/katex/katex.min.css"
+    fonts = re.findall(r"url\((fonts/[^)]+\.woff2)\)", katex_css.read_text())
+    assert fonts and all((katex_css.parent / f).is_file() for f in fonts)
+
+
+def widget_configs(page: Path) -> list[dict]:
+    return [json.loads(c) for c in parse(page).configs]
+
+
+def test_widgets_are_baked_with_results_the_code_reproduces(built_site):
+    configs = widget_configs(built_site / "chapters/scaling/index.html")
+    assert [c["spec"]["name"] for c in configs] == ["attention_scaling"]
+    config = configs[0]
+    module = REGISTRY["attention_scaling"]
+    assert config["spec"] == module.SPEC.to_json()
+    assert config["start"] == module.SPEC.defaults()
+    assert len(config["baked"]) >= 15
+    assert {b["params"]["d_k"] for b in config["baked"]} >= {2 ** i for i in range(11)}
+    for baked in config["baked"][:3]:
+        fresh = module.compute(baked["params"])
+        assert baked["values"] == pytest.approx(fresh["values"])
+
+
+def test_prose_numbers_are_computed(built_site):
+    html = (built_site / "chapters/scaling/index.html").read_text(encoding="utf-8")
+    v64 = REGISTRY["attention_scaling"].compute({"d_k": 64, "n_positions": 8, "seed": 0})["values"]
+    v512 = REGISTRY["attention_scaling"].compute({"d_k": 512, "n_positions": 8, "seed": 0})["values"]
+    assert f"<strong>{v64['var_unscaled']:.2f}</strong>" in html
+    assert f"<strong>{v64['var_scaled']:.3f}</strong>" in html
+    assert f"{v512['var_unscaled']:.1f}" in html
+    assert f"<td>{v64['max_prob_unscaled']:.3f}</td>" in html
+    assert f"<td>{v64['saturated_unscaled']:.1%}</td>" in html
+    assert "{{" not in html, "an unexpanded value() call reached the page"
+
+
+def test_chapters_include_the_real_source(built_site):
+    html = (built_site / "chapters/scaling/index.html").read_text(encoding="utf-8")
+    source = (ROOT / "backend/reference/scaling.py").read_text(encoding="utf-8")
+    assert "def dot_product_variance" in source
+    assert "dot_product_variance" in html and "--8&lt;--" not in html and "--8<--" not in html
+
+
+def test_the_exercise_notebook_ran_and_kept_its_figures(built_site):
+    html = (built_site / "exercises/01-variance/index.html").read_text(encoding="utf-8")
+    assert "Var(q.k / sqrt(d_k))" in html               # a printed output: the cell ran
+    assert html.count("Plotly.newPlot") >= 1            # the figure survived nbconvert
+    # mkdocs-jupyter's template leaves an empty MathJax <script src="">; it loads nothing,
+    # and the page's KaTeX renders the notebook's math instead.
+    loaded = parse(built_site / "exercises/01-variance/index.html").loaded
+    assert not [u for u in loaded if "mathjax" in u.lower() or "plot.ly" in u]
+    assert (built_site / "exercises/01-variance/01-variance.ipynb").is_file()
+
+
+def test_text_assets_are_precompressed(built_site):
+    assert (built_site / "assets/vendor/plotly.min.js.gz").is_file()
+    assert (built_site / "chapters/scaling/index.html.gz").is_file()
