@@ -6,6 +6,7 @@ memory to build. Counting its parameters cannot drift from the model, because it
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 
 import torch
@@ -48,6 +49,7 @@ def build_on_meta(config: ModelConfig) -> DecoderLM:
 
 
 # --8<-- [start:count]
+@functools.lru_cache(maxsize=64)  # configs are frozen (hashable) and counts immutable
 def count_parameters(config: ModelConfig) -> ParamCount:
     """Total and per-component parameter counts; a tied LM head is counted once, as the embedding."""
     model = build_on_meta(config)

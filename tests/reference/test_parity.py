@@ -20,7 +20,7 @@ def run_main(capsys, argv):
 
 
 def test_command_line_subprocess():
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "backend.reference.parity", *TINY, "--kv-heads", "2", "--seed", "3"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
