@@ -26,3 +26,10 @@ def post_fork(server, worker):
     import torch
 
     torch.set_num_threads(max(1, cpus // workers))
+    # Warm each light widget once (caches, kernels) so a reader's first slider move is fast.
+    # Done after the fork, not in the master: torch thread pools do not survive a fork.
+    from backend.widgets import REGISTRY
+
+    for module in REGISTRY.values():
+        if module.SPEC.cost_hint == "light":
+            module.compute(module.SPEC.defaults())

@@ -42,7 +42,7 @@ def compute_widget(name: str):
     result = guard.cache.get(key)
     cached = result is not None
     if not cached:
-        with guard.compute_slot():
+        with guard.compute_slot(heavy=module.SPEC.cost_hint == "heavy"):
             start = time.perf_counter()
             out = module.compute(params)
             elapsed_ms = (time.perf_counter() - start) * 1000

@@ -77,6 +77,8 @@ class Limits:
         cfg = app.config
         self.rate = RateLimiter(cfg["RATE_LIMIT_PER_MINUTE"])
         self.slots = threading.BoundedSemaphore(max(1, cfg["MAX_CONCURRENT_COMPUTES"]))
+        # Heavy widgets (whole models) run one at a time per worker, so light ones stay fast.
+        self.heavy = threading.BoundedSemaphore(1)
         self.wait = cfg["COMPUTE_WAIT_SECONDS"]
         self.cache = ResultCache(cfg["RESULT_CACHE_SIZE"])
 
@@ -90,16 +92,21 @@ class Limits:
             raise exc
 
     @contextmanager
-    def compute_slot(self):
-        if not self.slots.acquire(timeout=self.wait):
-            exc = ServiceUnavailable("the server is busy computing other readers' widgets; "
-                                     "try again in a moment")
-            exc.retry_after = 2
-            raise exc
+    def compute_slot(self, heavy: bool = False):
+        deadline = time.monotonic() + self.wait
+        held = []
         try:
+            for sem in ((self.heavy, self.slots) if heavy else (self.slots,)):
+                if not sem.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                    exc = ServiceUnavailable("the server is busy computing other readers' "
+                                             "widgets; try again in a moment")
+                    exc.retry_after = 2
+                    raise exc
+                held.append(sem)
             yield
         finally:
-            self.slots.release()
+            for sem in reversed(held):
+                sem.release()
 
 
 def init_app(app: Flask) -> None:

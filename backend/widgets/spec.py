@@ -135,7 +135,9 @@ class WidgetSpec:
     # By default: the defaults plus a sweep of each numeric param with the others at default.
     bake: tuple[dict, ...] | None = None
     sweep_points: int = 7
-    cost_hint: str = field(default="light")  # "light" | "heavy": heavy widgets share a lock
+    # "light" | "heavy": heavy widgets (whole models) compute one at a time per worker and are
+    # not warmed at worker start.
+    cost_hint: str = field(default="light")
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -174,3 +174,18 @@ def test_a_bug_in_a_widget_is_a_json_500_not_a_traceback(client, monkeypatch):
     r = client.post(URL, json={"d_k": 9})
     assert r.status_code == 500
     assert "bug in the book's server" in r.get_json()["error"]
+
+
+def test_heavy_computations_run_one_at_a_time_and_light_ones_still_pass(tmp_path):
+    from backend.app import limits as limits_mod
+
+    app = create_app({"TESTING": True, "COMPUTE_WAIT_SECONDS": 0.05, "SITE_DIR": str(tmp_path)})
+    guard = app.extensions["book_limits"]
+    with guard.compute_slot(heavy=True):
+        with pytest.raises(limits_mod.ServiceUnavailable):
+            with guard.compute_slot(heavy=True):
+                pass
+        with guard.compute_slot():  # a light widget is not blocked by the heavy one
+            pass
+    # every slot was given back
+    assert guard.slots.acquire(timeout=0) and guard.heavy.acquire(timeout=0)
