@@ -16,6 +16,7 @@ class ModelConfig:
 
     ``n_kv_heads`` left as None means plain multi-head attention (n_kv = h); 1 means
     multi-query attention; anything in between is grouped-query attention (Ainslie et al., 2023).
+    ``dropout`` is read by the encoder-decoder only; the Llama-style DecoderLM has none.
     """
 
     vocab_size: int
