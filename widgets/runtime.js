@@ -11,6 +11,7 @@
   "use strict";
 
   var DEBOUNCE_MS = 90;
+  var NARROW_PX = 560;
   var REQUEST_TIMEOUT_MS = 15000;
   var PLOT_CONFIG = { responsive: true, displaylogo: false,
                       modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"] };
@@ -42,6 +43,17 @@
       text = parts.join(".");
     }
     return text;
+  }
+
+  /* A copy of `base` with `patch` merged in, objects recursively (arrays are replaced). */
+  function merge(base, patch) {
+    var out = Object.assign({}, base);
+    Object.keys(patch).forEach(function (k) {
+      var b = base[k], p = patch[k];
+      out[k] = (b && p && typeof b === "object" && typeof p === "object" &&
+                !Array.isArray(b) && !Array.isArray(p)) ? merge(b, p) : p;
+    });
+    return out;
   }
 
   function el(tag, attrs, text) {
@@ -240,7 +252,9 @@
     this.root.classList.remove("tw-has-error");
     var fig = result.figure;
     var layout = Object.assign({ autosize: true }, fig.layout);
-    if (this.root.clientWidth && this.root.clientWidth < 560) {
+    if (this.root.clientWidth && this.root.clientWidth < NARROW_PX) {
+      // A figure may carry a patch for phone screens (e.g. stack side-by-side panels).
+      layout = merge(layout, fig.narrow || {});
       layout.margin = Object.assign({}, layout.margin, { l: 45, r: 5 });
     }
     if (window.Plotly) {

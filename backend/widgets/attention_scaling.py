@@ -152,4 +152,13 @@ def _figure(d_k, n_pos, seed, values, raw, cooled) -> dict:
              "x": 0.79, "y": 1.08, "xref": "paper", "yref": "paper", "xanchor": "center"},
         ],
     }
-    return {"data": data, "layout": layout}
+    # On a phone the two panels stack instead of sitting side by side.
+    narrow = {
+        "height": 700,
+        "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.62, 1]},
+        "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.38]},
+        "legend": {"y": -0.12},
+        "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
+                        {**layout["annotations"][1], "x": 0.5, "y": 0.43}],
+    }
+    return {"data": data, "layout": layout, "narrow": narrow}
