@@ -26,4 +26,5 @@ def describe() -> str:
     dev = device()
     if dev.startswith("cuda"):
         return f"{dev} ({torch.cuda.get_device_name(torch.device(dev))})"
-    return f"cpu ({torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"cpu ({n} thread{'s' if n != 1 else ''})"
