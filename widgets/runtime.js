@@ -146,9 +146,38 @@
     this.timer = null;
     this.inflight = null;
     this.seq = 0;
+    var fromUrl = this.readUrl();
     this.build();
     this.show(this.baked[0], { precomputed: "built" });
+    if (fromUrl) this.request();  // a shared link: compute the setting it names
   }
+
+  /* Settings are mirrored into the page's query string (`?attention_scaling.d_k=256`), so a
+   * reader or an instructor can share exactly what they are looking at. */
+  Widget.prototype.readUrl = function () {
+    var self = this, query = new URLSearchParams(window.location.search), found = false;
+    this.spec.params.forEach(function (p) {
+      var raw = query.get(self.spec.name + "." + p.name);
+      if (raw === null) return;
+      found = true;
+      if (p.type === "int" || p.type === "float") self.params[p.name] = raw === "" ? raw : +raw;
+      else if (p.type === "bool") self.params[p.name] = raw === "true" || raw === "1";
+      else self.params[p.name] = raw;
+    });
+    return found;
+  };
+
+  Widget.prototype.writeUrl = function () {
+    var self = this, query = new URLSearchParams(window.location.search);
+    this.spec.params.forEach(function (p) {
+      var key = self.spec.name + "." + p.name, v = self.params[p.name];
+      if (v === self.baked[0].params[p.name]) query.delete(key);
+      else query.set(key, String(v));
+    });
+    var qs = query.toString();
+    window.history.replaceState(window.history.state, "",
+                                window.location.pathname + (qs ? "?" + qs : "") + window.location.hash);
+  };
 
   Widget.prototype.build = function () {
     var self = this;
@@ -171,6 +200,7 @@
 
   Widget.prototype.set = function (name, value, delay) {
     this.params[name] = value;
+    this.writeUrl();
     var self = this;
     clearTimeout(this.timer);
     this.timer = setTimeout(function () { self.request(); }, delay || DEBOUNCE_MS);

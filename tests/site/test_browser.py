@@ -128,3 +128,18 @@ def test_phone_width_has_no_horizontal_scroll(browser, server):
     widget_width = page.evaluate(f"document.querySelector('{WIDGET}').getBoundingClientRect().width")
     context.close()
     assert overflow <= 0 and widget_width <= 390
+
+
+def test_settings_are_shared_through_the_url(page, server):
+    page.goto(server + CHAPTER + "?attention_scaling.d_k=512&attention_scaling.n_positions=32")
+    page.wait_for_function(f"document.querySelector('{WIDGET}')?.dataset.source === 'live'",
+                           timeout=15_000)
+    assert marker_x(page) == 512
+    assert page.locator(f'{WIDGET} input[name="n_positions-value"]').input_value() == "32"
+    move_slider(page, "d_k", 3)
+    page.wait_for_function("location.search.includes('attention_scaling.d_k=8')")
+    assert "n_positions=32" in page.evaluate("location.search")
+    # A bad value in a link is the API's 400 shown in the widget, not a broken page.
+    page.goto(server + CHAPTER + "?attention_scaling.d_k=0")
+    page.locator(f"{WIDGET} .tw-error").wait_for(state="visible", timeout=15_000)
+    assert "'d_k' must be between" in page.locator(f"{WIDGET} .tw-error").inner_text()
