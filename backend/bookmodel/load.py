@@ -33,8 +33,10 @@ def metrics(weights_dir: Path = WEIGHTS_DIR) -> dict:
     return json.loads((weights_dir / "metrics.json").read_text())
 
 
+# --8<-- [start:attention_maps]
 @torch.no_grad()
 def attention_maps(model: DecoderLM, ids: list[int]) -> torch.Tensor:
     """Every layer's and head's attention weights for one sequence: (L, h, T, T)."""
-    out = model(torch.tensor([ids]), output_attentions=True)
+    out = model(torch.tensor([ids]), output_attentions=True)  # each layer hands back its softmax
     return torch.stack(out.attentions)[:, 0]  # (L, B=1, h, T, T) -> (L, h, T, T)
+# --8<-- [end:attention_maps]

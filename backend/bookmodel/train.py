@@ -46,7 +46,7 @@ class TrainConfig:
     seq_len: int = 128
     # the optimisation: AdamW, linear warm-up then cosine decay to min_lr_ratio * lr
     batch_size: int = 16
-    steps: int = 3000
+    steps: int = 1600
     lr: float = 3e-3
     min_lr_ratio: float = 0.1
     warmup_steps: int = 100
@@ -94,19 +94,23 @@ def samples(model: DecoderLM, tok, seed: int, n_new: int = 40) -> list[dict]:
     model.eval()
     for prompt in SAMPLE_PROMPTS:
         ids = torch.tensor([[tok.token_to_id(EOT)] + tok.encode(prompt).ids])  # (1, T_prompt)
-        result = generate(model, ids, n_new, temperature=0.8, top_k=40, generator=gen)
+        steps = min(n_new, model.config.max_seq_len - ids.size(1))  # stay inside the context
+        result = generate(model, ids, steps, temperature=0.8, top_k=40, generator=gen)
         text = tok.decode(result.tokens[0, 1:].tolist()).strip()
         out.append({"prompt": prompt, "text": text})
     model.train()
     return out
 
 
-def train(tc: TrainConfig, out_dir: Path, figure: Path | None = None, log=print) -> dict:
+def train(tc: TrainConfig, out_dir: Path, figure: Path | None = None, log=print,
+          articles: tuple[list, list] | None = None) -> dict:
+    """Train, evaluate and write everything to out_dir. `articles` (train, val) replaces the
+    corpus, so tests can run the same code on a few paragraphs."""
     torch.set_num_threads(tc.threads)
     torch.manual_seed(tc.seed)
     started, cpu_started = time.time(), time.process_time()
 
-    train_articles, val_articles = split()
+    train_articles, val_articles = articles if articles is not None else split()
     tok = train_tokenizer((a.text for a in train_articles), tc.vocab_size)
     train_stream = encode_articles(tok, train_articles)
     val_stream = encode_articles(tok, val_articles)

@@ -12,6 +12,7 @@ from types import ModuleType
 
 _MODULES = (
     "attention_scaling",
+    "attention_map",
 )
 
 

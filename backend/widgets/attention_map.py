@@ -78,6 +78,7 @@ class Encoded:
     spans: list[tuple[int, int]]  # character offsets into the text ((0, 0) for specials)
     maps: torch.Tensor  # (L, h, T, T): every layer's and head's attention weights
     label: str  # the model, in words
+    info: dict  # sizes (and, for the book's model, its training numbers) for the prose
 
 
 # --- the models ---------------------------------------------------------------------------
@@ -120,7 +121,7 @@ def _too_long(n: int, model: str) -> ParamError:
 
 
 def encode_book(text: str) -> Encoded:
-    from backend.bookmodel.load import attention_maps
+    from backend.bookmodel.load import attention_maps, metrics
     from backend.bookmodel.tokenizer import EOT, token_text
 
     model, tok = _book()
@@ -135,7 +136,26 @@ def encode_book(text: str) -> Encoded:
         spans=[(0, 0)] + list(enc.offsets),
         maps=attention_maps(model, ids),
         label=f"the book's model ({cfg.n_layers} layers × {cfg.n_heads} heads, causal)",
+        info=_book_info(metrics()),
     )
+
+
+def _book_info(m: dict) -> dict:
+    """The numbers the chapter quotes about the book's model, straight from metrics.json."""
+    return {
+        "n_params": m["model"]["n_params"],
+        "d_model": m["model"]["config"]["d_model"],
+        "n_kv_heads": m["model"]["config"]["n_kv_heads"],
+        "vocab_size": m["tokenizer"]["vocab_size"],
+        "steps": m["training"]["steps"],
+        "train_tokens": m["corpus"]["train_tokens"],
+        "train_articles": m["corpus"]["train_articles"],
+        "corpus_package": f"{m['corpus']['package']}=={m['corpus']['version']}",
+        "train_loss": round(m["final"]["train_loss"], 4),
+        "val_loss": round(m["final"]["val_loss"], 4),
+        "val_perplexity": round(m["final"]["val_perplexity"], 2),
+        "wall_minutes": round(m["training"]["wall_seconds"] / 60, 1),
+    }
 
 
 @torch.no_grad()
@@ -155,6 +175,7 @@ def encode_hf(path: str, text: str, name: str, label: str) -> Encoded:
         spans=[tuple(o) for o in enc["offset_mapping"]],
         maps=torch.stack(out.attentions)[:, 0].float(),  # (L, B=1, h, T, T) -> (L, h, T, T)
         label=label,
+        info={"n_params": sum(p.numel() for p in model.parameters())},
     )
 
 
@@ -265,6 +286,7 @@ def compute(params: dict) -> dict:
         "special_share": round(special_share, 4),
         "future_weight": round(future, 6),
         "causal": future < 1e-6,
+        "model_info": e.info,
     }
     return {"values": values, "figure": figure(e, weights, q, selection)}
 
