@@ -198,12 +198,21 @@
     this.root.appendChild(this.status);
   };
 
+  /* A change is sent at once when the line is quiet (a click, a key press, the first step of
+   * a drag); changes arriving while a request is in flight or just sent are coalesced and the
+   * latest goes out after DEBOUNCE_MS. Text is always debounced: nobody wants a request per
+   * keystroke. */
   Widget.prototype.set = function (name, value, delay) {
     this.params[name] = value;
     this.writeUrl();
     var self = this;
     clearTimeout(this.timer);
-    this.timer = setTimeout(function () { self.request(); }, delay || DEBOUNCE_MS);
+    var quiet = !this.inflight && performance.now() - (this.lastSent || 0) > DEBOUNCE_MS;
+    if (quiet && !delay) {
+      this.request();
+    } else {
+      this.timer = setTimeout(function () { self.request(); }, delay || DEBOUNCE_MS);
+    }
   };
 
   Widget.prototype.request = function () {
@@ -213,6 +222,7 @@
     this.inflight = controller;
     var seq = ++this.seq;
     var started = performance.now();
+    this.lastSent = started;
     var timeout = setTimeout(function () { controller.abort("timeout"); }, REQUEST_TIMEOUT_MS);
     this.root.classList.add("tw-busy");
     fetch(this.api + "/widgets/" + encodeURIComponent(this.spec.name), {
