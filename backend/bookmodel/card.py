@@ -19,7 +19,7 @@ def model_card(m: dict) -> str:
         ("MLP", f"SwiGLU, d_ff = {cfg['d_ff']}"),
         ("positions", f"RoPE (theta = {cfg['rope_theta']:g}), context {cfg['max_seq_len']} tokens"),
         ("tokenizer", f"{m['tokenizer']['type']}, {m['tokenizer']['vocab_size']:,} tokens, "
-         f"`{m['tokenizer']['bos']}` between articles and before every input"),
+         f"`{m['tokenizer']['bos']}` between articles and before every input".replace("|", "\\|")),  # a table cell
         ("steps", f"{tr['steps']:,} of {tr['batch_size']} x {tr['seq_len']} tokens "
          f"({tr['steps'] * tr['batch_size'] * tr['seq_len']:,} tokens, "
          f"{tr['steps'] * tr['batch_size'] * tr['seq_len'] / corpus['train_tokens']:.1f} passes over the data)"),

@@ -57,6 +57,8 @@ SPEC = WidgetSpec(
                    "If the sentence lacks it, the last word is used."),
     ),
     outputs=(
+        Output("look_from_token", "looking from", ""),
+        Output("top_summary", "attends most to", ""),
         Output("n_tokens", "tokens", ".0f"),
         Output("special_share", "weight on special tokens", ".1%"),
         Output("future_weight", "largest weight on a later token", ".3g"),
@@ -282,6 +284,7 @@ def compute(params: dict) -> dict:
         "look_from_found": bool(matches),
         "row": [round(float(w), 4) for w in row],
         "top": top,
+        "top_summary": " · ".join(f"{t['token']} {t['weight']:.2f}" for t in top),
         "weight_to": {k: round(v, 4) for k, v in weight_to.items()},
         "special_share": round(special_share, 4),
         "future_weight": round(future, 6),
@@ -307,6 +310,7 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str) -> dict:
             "text": hover,
             "hoverinfo": "text",
             "colorscale": "Blues",
+            "reversescale": True,  # plotly's Blues runs dark to light; weight 0 should be white
             "zmin": 0.0,
             # scaled to the word columns: a special token's column (an attention sink) may saturate
             "zmax": max(float(weights[:, ~torch.tensor(e.special)].max()) if not all(e.special) else 0.0, 1e-6),
