@@ -145,15 +145,25 @@ def _tiny_tokenizer():
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>")
 
 
-@pytest.fixture()
-def local_checkpoint(tmp_path, monkeypatch):
-    """A tiny random Llama saved the way `save_pretrained` saves a real one."""
+def _tiny_llama():
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128))
+
+
+def _tiny_gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    return GPT2LMHeadModel(GPT2Config(vocab_size=128, n_embd=32, n_layer=2, n_head=4, n_positions=128))
+
+
+@pytest.fixture(params=[_tiny_llama, _tiny_gpt2], ids=["llama", "gpt2"])
+def local_checkpoint(request, tmp_path, monkeypatch):
+    """A tiny random model saved the way `save_pretrained` saves a real one."""
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
-    LlamaForCausalLM(cfg).save_pretrained(tmp_path)
+    request.param().save_pretrained(tmp_path)
     _tiny_tokenizer().save_pretrained(tmp_path)
     monkeypatch.setenv(am.ENV_CHECKPOINT, str(tmp_path))
     importlib.reload(am)  # SPEC's model options are read from the environment at import
@@ -195,3 +205,14 @@ def test_the_chapter_prose_about_minilm_still_holds():
     assert a["weight_to"]["street"] < b["weight_to"]["street"]  # ... towards "street"
     assert b["weight_to"]["animal"] > b["weight_to"]["street"]  # but "animal" keeps the lead
     assert b["weight_to"]["animal"] - a["weight_to"]["animal"] > -0.05  # a couple of hundredths
+
+
+def test_a_broken_local_checkpoint_is_a_400_not_a_crash(tmp_path, monkeypatch, app):
+    monkeypatch.setenv(am.ENV_CHECKPOINT, str(tmp_path / "nothing-here"))
+    importlib.reload(am)
+    try:
+        r = app.test_client().post(URL, json={"model": "local"})
+        assert r.status_code == 400 and "could not be loaded" in r.get_json()["error"]
+    finally:
+        monkeypatch.undo()
+        importlib.reload(am)
