@@ -270,6 +270,12 @@ def compute(params: dict) -> dict:
             weight_to[key] = weight_to.get(key, 0.0) + float(words_only[i])
 
     future = float(torch.triu(weights, diagonal=1).max()) if T > 1 else 0.0
+    # How often each row's favourite word token is the one just before or just after it:
+    # a "previous-token head" scores near 1 on the first.
+    rows = [i for i in range(T) if not e.special[i]]
+    favourite = weights[rows].masked_fill(special, -1.0).argmax(dim=-1).tolist()
+    previous_rate = sum(j == i - 1 for i, j in zip(rows, favourite)) / len(rows)
+    next_rate = sum(j == i + 1 for i, j in zip(rows, favourite)) / len(rows)
     values = {
         "model": model,
         "model_label": e.label,
@@ -289,6 +295,8 @@ def compute(params: dict) -> dict:
         "special_share": round(special_share, 4),
         "future_weight": round(future, 6),
         "causal": future < 1e-6,
+        "previous_token_rate": round(previous_rate, 4),
+        "next_token_rate": round(next_rate, 4),
         "model_info": e.info,
     }
     return {"values": values, "figure": figure(e, weights, q, selection)}

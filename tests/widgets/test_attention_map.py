@@ -198,6 +198,13 @@ def test_the_chapter_prose_about_the_book_model_still_holds():
     assert "stre" in v["tokens"] and "et" in v["tokens"]  # "street" is two tokens
 
 
+def test_the_chapter_prose_about_single_heads_still_holds():
+    assert run(average=False, layer=1, head=3)["previous_token_rate"] > 0.5
+    assert run(model="minilm", average=False, layer=0, head=2)["previous_token_rate"] > 0.5
+    assert run(model="minilm", average=False, layer=1, head=8)["next_token_rate"] > 0.5
+    assert run(model="minilm")["special_share"] > 2 * run()["special_share"]  # bigger sinks
+
+
 def test_the_chapter_prose_about_minilm_still_holds():
     a, b = run(text=am.TIRED, model="minilm"), run(text=am.WIDE, model="minilm")
     assert a["top"][0]["token"] == "tired" and b["top"][0]["token"] == "wide"
