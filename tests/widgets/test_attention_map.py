@@ -196,6 +196,7 @@ def test_the_chapter_prose_about_the_book_model_still_holds():
     assert {t["token"] for t in v["top"][1:3]} == {"The", "it"}
     assert v["weight_to"]["animal"] < v["top"][2]["weight"]
     assert "stre" in v["tokens"] and "et" in v["tokens"]  # "street" is two tokens
+    assert v["weights"][1][0] > 0.5 > v["special_share"]  # the sink: most of row 1, less later
 
 
 def test_the_chapter_prose_about_single_heads_still_holds():
