@@ -165,6 +165,8 @@ def encode_hf(path: str, text: str, name: str, label: str) -> Encoded:
     model, tok = _hf(path)
     enc = tok(text, return_offsets_mapping=True, return_special_tokens_mask=True)
     ids = enc["input_ids"]
+    if not ids:
+        raise ParamError(f"model '{name}' turns 'text' into no tokens at all", "text")
     if len(ids) > MAX_TOKENS:
         raise _too_long(len(ids), name)
     out = model(input_ids=torch.tensor([ids]), output_attentions=True)
@@ -259,7 +261,8 @@ def compute(params: dict) -> dict:
     special = torch.tensor(e.special)
     special_share = float(row[special].sum())
     words_only = row.masked_fill(special, 0.0)
-    words_only = words_only / words_only.sum()  # renormalised, as the handout drops token 0
+    if words_only.sum() > 0:  # a row entirely on special tokens stays all zeros, never NaN
+        words_only = words_only / words_only.sum()  # renormalised, as the handout drops token 0
     order = torch.argsort(words_only, descending=True).tolist()
     top = [{"token": e.tokens[i], "index": i, "weight": round(float(words_only[i]), 4)}
            for i in order[:TOP_K] if words_only[i] > 0]
