@@ -108,16 +108,17 @@ def loss_curve_svg(m: dict, width: int = 640, height: int = 360) -> str:
     parts.append(f'<text x="{(left + width - right) / 2}" y="{height - 12}" text-anchor="middle">training step</text>')
     parts.append(f'<text x="14" y="{(top + height - bottom) / 2}" text-anchor="middle" '
                  f'transform="rotate(-90 14 {(top + height - bottom) / 2})">loss (nats per token)</text>')
-    for key, colour, label in (("train_loss", "#1f77b4", "training"), ("val_loss", "#d62728", "validation")):
+    for key, colour in (("train_loss", "#1f77b4"), ("val_loss", "#d62728")):
         pts = " ".join(f"{sx(p['step']):.1f},{sy(p[key]):.1f}" for p in curve)
         parts.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"/>')
-    legend_x = width - right - 170
-    for i, (colour, label) in enumerate((("#1f77b4", "training (running mean)"), ("#d62728", "validation"))):
+    legend_x = width - right - 220
+    val_label = f"validation (first {m['training']['eval_windows']} windows)"
+    for i, (colour, label) in enumerate((("#1f77b4", "training (running mean)"), ("#d62728", val_label))):
         y = top + 10 + 18 * i
         parts.append(f'<line x1="{legend_x}" x2="{legend_x + 20}" y1="{y}" y2="{y}" stroke="{colour}" stroke-width="2"/>')
         parts.append(f'<text x="{legend_x + 26}" y="{y + 4}">{escape(label)}</text>')
     fin = m["final"]["val_loss"]
-    parts.append(f'<text x="{left}" y="{top - 10}">final validation loss {fin:.3f} '
-                 f'after {x_max:,} steps</text>')
+    parts.append(f'<text x="{left}" y="{top - 10}">final validation loss {fin:.3f} on all '
+                 f'{m["final"]["val_tokens"]:,} held-out tokens, after {x_max:,} steps</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
