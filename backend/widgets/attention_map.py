@@ -102,8 +102,12 @@ def minilm_dir() -> Path:
 
 @lru_cache(maxsize=2)
 def _hf(path: str):
-    from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    try:
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        raise ParamError("this server cannot load Hugging Face models (the package transformers "
+                         "is not installed); model 'book' still works", "model") from None
 
     hf_logging.disable_progress_bar()  # no loading bars in the server's log
     try:
