@@ -33,3 +33,17 @@ def post_fork(server, worker):
     for module in REGISTRY.values():
         if module.SPEC.cost_hint == "light":
             module.compute(module.SPEC.defaults())
+    # Heavy widgets load whole models (seconds): warm them in the background so the worker
+    # starts answering at once and a reader's first request rarely waits for a load.
+    import threading
+
+    def warm_heavy():
+        for module in REGISTRY.values():
+            if module.SPEC.cost_hint == "heavy":
+                for params in module.SPEC.bake_points():
+                    try:
+                        module.compute(params)
+                    except Exception:  # a model that cannot load answers 400 per request
+                        worker.log.exception("warming %s failed", module.SPEC.name)
+
+    threading.Thread(target=warm_heavy, name="warm-heavy-widgets", daemon=True).start()
