@@ -21,6 +21,7 @@ DEFAULTS = {
     "MAX_CONTENT_LENGTH": 16 * 1024,        # bytes of request body; larger gets 413
     "MAX_CONCURRENT_COMPUTES": 2,           # per worker process; more waiting gets 503
     "COMPUTE_WAIT_SECONDS": 5.0,            # how long a request may queue for a slot
+    "HEAVY_WAIT_SECONDS": 30.0,             # the same for heavy widgets (a model may be loading)
     "RATE_LIMIT_PER_MINUTE": 600,           # per client address, per worker; 0 disables
     "RESULT_CACHE_SIZE": 512,               # identical requests are answered from memory
 }
@@ -31,6 +32,7 @@ ENVIRONMENT = {
     "MAX_CONTENT_LENGTH": ("BOOK_MAX_BODY_BYTES", int),
     "MAX_CONCURRENT_COMPUTES": ("BOOK_MAX_CONCURRENT", int),
     "COMPUTE_WAIT_SECONDS": ("BOOK_COMPUTE_WAIT_SECONDS", float),
+    "HEAVY_WAIT_SECONDS": ("BOOK_HEAVY_WAIT_SECONDS", float),
     "RATE_LIMIT_PER_MINUTE": ("BOOK_RATE_LIMIT_PER_MINUTE", int),
     "RESULT_CACHE_SIZE": ("BOOK_RESULT_CACHE_SIZE", int),
 }

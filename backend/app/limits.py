@@ -80,6 +80,7 @@ class Limits:
         # Heavy widgets (whole models) run one at a time per worker, so light ones stay fast.
         self.heavy = threading.BoundedSemaphore(1)
         self.wait = cfg["COMPUTE_WAIT_SECONDS"]
+        self.heavy_wait = cfg["HEAVY_WAIT_SECONDS"]
         self.cache = ResultCache(cfg["RESULT_CACHE_SIZE"])
 
     def check_rate(self) -> None:
@@ -93,7 +94,7 @@ class Limits:
 
     @contextmanager
     def compute_slot(self, heavy: bool = False):
-        deadline = time.monotonic() + self.wait
+        deadline = time.monotonic() + (self.heavy_wait if heavy else self.wait)
         held = []
         try:
             for sem in ((self.heavy, self.slots) if heavy else (self.slots,)):

@@ -12,6 +12,7 @@ import html
 import importlib.util
 import os
 import re
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -85,8 +86,19 @@ class Encoded:
 
 # --- the models ---------------------------------------------------------------------------
 
-@lru_cache(maxsize=1)
+# One model load at a time per process. A worker warms its models in a background thread
+# while request threads may ask for the same model: two threads importing transformers at once
+# can see it half-initialised, and two loads of one model waste seconds and memory.
+_LOADING = threading.Lock()
+
+
 def _book():
+    with _LOADING:
+        return _load_book()
+
+
+@lru_cache(maxsize=1)
+def _load_book():
     from backend.bookmodel.load import load_model
 
     return load_model()
@@ -100,12 +112,17 @@ def minilm_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0]) / "model"
 
 
-@lru_cache(maxsize=2)
 def _hf(path: str):
+    with _LOADING:
+        return _load_hf(path)
+
+
+@lru_cache(maxsize=2)
+def _load_hf(path: str):
     try:
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
-    except ImportError:
+    except ModuleNotFoundError:  # not installed; any other ImportError is a real bug
         raise ParamError("this server cannot load Hugging Face models (the package transformers "
                          "is not installed); model 'book' still works", "model") from None
 

@@ -179,7 +179,8 @@ def test_a_bug_in_a_widget_is_a_json_500_not_a_traceback(client, monkeypatch):
 def test_heavy_computations_run_one_at_a_time_and_light_ones_still_pass(tmp_path):
     from backend.app import limits as limits_mod
 
-    app = create_app({"TESTING": True, "COMPUTE_WAIT_SECONDS": 0.05, "SITE_DIR": str(tmp_path)})
+    app = create_app({"TESTING": True, "COMPUTE_WAIT_SECONDS": 0.05, "HEAVY_WAIT_SECONDS": 0.05,
+                      "SITE_DIR": str(tmp_path)})
     guard = app.extensions["book_limits"]
     with guard.compute_slot(heavy=True):
         with pytest.raises(limits_mod.ServiceUnavailable):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,31 +27,46 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server(built_site):
-    """`gunicorn -c backend/gunicorn_conf.py`, exactly as `make serve` runs it."""
+@contextmanager
+def gunicorn(site_dir: Path, workers: int = 2):
+    """`gunicorn -c backend/gunicorn_conf.py`, exactly as `make serve` runs it; yields its URL
+    as soon as /api/health answers."""
     port = _free_port()
-    env = {**os.environ, "PORT": str(port), "BOOK_SITE_DIR": str(built_site),
-           "WEB_CONCURRENCY": "2"}
+    env = {**os.environ, "PORT": str(port), "BOOK_SITE_DIR": str(site_dir),
+           "WEB_CONCURRENCY": str(workers)}
     proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "backend/gunicorn_conf.py"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
-    while True:
-        try:
-            urllib.request.urlopen(base + "/api/health", timeout=2)
-            break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                pytest.fail("gunicorn did not start:\n" + proc.stdout.read().decode()[-3000:])
-            time.sleep(0.2)
-    yield base
-    proc.terminate()
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        while True:
+            try:
+                urllib.request.urlopen(base + "/api/health", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    proc.kill()
+                    pytest.fail("gunicorn did not start:\n" + proc.stdout.read().decode()[-3000:])
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def start_gunicorn():
+    """For tests that need fresh server processes of their own."""
+    return gunicorn
+
+
+@pytest.fixture(scope="session")
+def server(built_site):
+    with gunicorn(built_site) as base:
+        yield base
 
 
 @pytest.fixture(scope="session")
