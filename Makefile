@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test build chromium clean
+.PHONY: serve test build chromium container-check clean
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
@@ -49,6 +49,11 @@ chromium:
 	  echo "Installing Debian's chromium for the browser tests"; \
 	  $(SUDO) apt-get update && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+
+## container-check: opt-in, not part of `make test`: build the Dockerfile with podman, run the
+## image and probe its API and pages (needs root or sudo; makes local base images when needed)
+container-check:
+	tests/container/check.sh
 
 clean:
 	rm -rf site .cache
