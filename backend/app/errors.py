@@ -5,14 +5,11 @@ from __future__ import annotations
 from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException, InternalServerError
 
+from backend.app.site import not_found_page
 from backend.widgets.spec import ParamError
 
 # Werkzeug's default descriptions are written for HTML pages; say what the client can fix.
-MESSAGES = {
-    404: "no such resource",
-    405: "this method is not allowed here",
-    413: "the request body is too large",
-}
+MESSAGES = {404: "no such resource"}
 
 
 def json_error(status: int, message: str, **extra):
@@ -30,8 +27,7 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
         if not request.path.startswith("/api/") and exc.code == 404:
-            from backend.app.site import not_found_page
-            return not_found_page()
+            return not_found_page()  # a reader's mistyped page gets the book's own 404
         if exc.description and exc.description != type(exc).description:
             message = exc.description  # raised with a message written for the client
         else:
