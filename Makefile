@@ -43,7 +43,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-## chromium: the system browser the browser tests drive (never `playwright install`)
+## chromium: the system browser the browser tests drive (Playwright never downloads its own)
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  echo "Installing Debian's chromium for the browser tests"; \

@@ -73,7 +73,7 @@ def server(built_site):
 def browser():
     if not shutil.which(CHROMIUM) and not Path(CHROMIUM).is_file():
         pytest.fail(f"{CHROMIUM} not found: `make test` installs Debian's chromium "
-                    "(never `playwright install`, which downloads a browser)")
+                    "(Playwright must not download a browser of its own: none can be fetched here)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
