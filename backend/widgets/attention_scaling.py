@@ -56,6 +56,11 @@ def n_pairs_for(d_k: int) -> int:
     return min(MAX_PAIRS, max(1000, VARIANCE_ELEMENTS // d_k))
 
 
+def curve_pairs_for(d_k: int) -> int:
+    """Fewer pairs per point of the background curve: eleven points are drawn per seed."""
+    return min(4000, n_pairs_for(d_k))
+
+
 def queries_for(d_k: int, n_positions: int) -> tuple[int, int]:
     """(n_sequences, n_queries): as many queries as the budget allows, at least 64 in all."""
     per_query = n_positions * d_k
@@ -70,7 +75,7 @@ def variance_curve(seed: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
     g = scaling.make_generator(seed + 1, device())
     unscaled, scaled = [], []
     for d in CURVE_DIMS:
-        u, s = scaling.dot_product_variance(d, min(4000, n_pairs_for(d)), g, device())
+        u, s = scaling.dot_product_variance(d, curve_pairs_for(d), g, device())
         unscaled.append(u)
         scaled.append(s)
     return tuple(unscaled), tuple(scaled)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 
@@ -137,7 +137,7 @@ class WidgetSpec:
     sweep_points: int = 7
     # "light" | "heavy": heavy widgets (whole models) compute one at a time per worker and are
     # not warmed at worker start.
-    cost_hint: str = field(default="light")
+    cost_hint: str = "light"
 
     def param(self, name: str) -> Param:
         for p in self.params:

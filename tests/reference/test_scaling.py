@@ -82,7 +82,7 @@ def test_the_scaled_curve_is_flat_and_the_unscaled_one_tracks_d_k():
     module = REGISTRY["attention_scaling"]
     unscaled, scaled = module.variance_curve(0)
     for d, u, s in zip(module.CURVE_DIMS, unscaled, scaled):
-        n = min(4000, module.n_pairs_for(d))
+        n = module.curve_pairs_for(d)
         assert abs(u - d) < 4.5 * _var_standard_error(d, n)
         assert abs(s - 1) < 4.5 * _var_standard_error(d, n) / d
 
