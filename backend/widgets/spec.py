@@ -80,7 +80,7 @@ class Param:
         if self.type in {"int", "float"}:
             if not (self.min <= value <= self.max):
                 raise ParamError(
-                    f"{where} must be between {self.describe_range()}, got {_fmt(value)}",
+                    f"{where} must be from {self.describe_range()}, got {_fmt(value)}",
                     self.name,
                 )
             return value

@@ -62,11 +62,11 @@ def test_json_float_that_is_an_integer_is_accepted(client):
     ({"d_k": 64.5}, "'d_k' must be an integer"),
     ({"d_k": None}, "'d_k' must be an integer"),
     ({"d_k": [64]}, "'d_k' must be an integer"),
-    ({"d_k": 0}, "'d_k' must be between 1 to 1024"),
-    ({"d_k": 1025}, "'d_k' must be between 1 to 1024"),
-    ({"d_k": 10 ** 400}, "'d_k' must be between"),
-    ({"n_positions": 1}, "'n_positions' must be between 2 to 512"),
-    ({"seed": -1}, "'seed' must be between"),
+    ({"d_k": 0}, "'d_k' must be from 1 to 1024"),
+    ({"d_k": 1025}, "'d_k' must be from 1 to 1024"),
+    ({"d_k": 10 ** 400}, "'d_k' must be from"),
+    ({"n_positions": 1}, "'n_positions' must be from 2 to 512"),
+    ({"seed": -1}, "'seed' must be from"),
     ({"head_dim": 64}, "unknown parameter 'head_dim'"),
 ])
 def test_bad_parameters_are_400_naming_the_parameter(client, body, fragment):

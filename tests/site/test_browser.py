@@ -75,7 +75,7 @@ def test_number_box_reaches_values_the_slider_skips_and_errors_show_in_widget(pa
     box.dispatch_event("change")
     error = widget.locator(".tw-error")
     error.wait_for(state="visible", timeout=10_000)
-    assert "'d_k' must be between 1 to 1024, got 5000" in error.inner_text()
+    assert "'d_k' must be from 1 to 1024, got 5000" in error.inner_text()
     assert page.console_errors == [] or all("400" in e for e in page.console_errors)
 
 
@@ -142,7 +142,7 @@ def test_settings_are_shared_through_the_url(page, server):
     # A bad value in a link is the API's 400 shown in the widget, not a broken page.
     page.goto(server + CHAPTER + "?attention_scaling.d_k=0")
     page.locator(f"{WIDGET} .tw-error").wait_for(state="visible", timeout=15_000)
-    assert "'d_k' must be between" in page.locator(f"{WIDGET} .tw-error").inner_text()
+    assert "'d_k' must be from" in page.locator(f"{WIDGET} .tw-error").inner_text()
 
 
 def test_a_fast_drag_is_coalesced_and_ends_on_the_last_value(page, server):
