@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
-import time
 
 import pytest
 
