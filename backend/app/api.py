@@ -48,6 +48,11 @@ def compute_widget(name: str):
             elapsed_ms = (time.perf_counter() - start) * 1000
         result = {"values": out["values"], "figure": out["figure"],
                   "elapsed_ms": round(elapsed_ms, 2)}
+        # Optional parts of a result: a sentence summarising it and a data table, both for
+        # readers who cannot see the plot (the runtime renders them).
+        for extra in ("summary", "table"):
+            if extra in out:
+                result[extra] = out[extra]
         guard.cache.put(key, result)
     return jsonify({
         "widget": name,
@@ -57,6 +62,7 @@ def compute_widget(name: str):
         "device": device.describe(),
         "elapsed_ms": result["elapsed_ms"],
         "cached": cached,
+        **{k: result[k] for k in ("summary", "table") if k in result},
     })
 
 

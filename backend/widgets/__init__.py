@@ -1,7 +1,11 @@
 """The widget registry: one module per widget, each exposing `SPEC` and `compute(params)`.
 
 `compute` receives parameters already validated by `SPEC.resolve` and returns
-`{"values": {name: number-or-list}, "figure": {"data": [...], "layout": {...}}}`.
+`{"values": {name: number-or-list}, "figure": {"data": [...], "layout": {...}}}`, and may add
+`"summary"` (one or two plain sentences saying what the figure shows, for screen readers and
+as the plot's text alternative) and `"table"` (`{"caption": str, "columns": [str, ...],
+"rows": [[cell, ...], ...]}`, the figure's data as a table a screen reader can reach).
+Shared colours and the base layout live in `style.py`.
 Adding a widget means adding its module to `_MODULES` below, one chapter block and one test.
 """
 
