@@ -60,6 +60,7 @@ def head_table(seq_len: int = 2048) -> tuple[dict, ...]:
         one = attention_cost(cfg.d_model, 1, seq_len)
         rows.append({"model": name, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
                      "d_head": cfg.d_head, "width": cfg.n_heads * cfg.d_head,
+                     "n_kv_heads": cfg.n_kv_heads, "n_rep": cfg.n_rep,
                      "params_heads": many["params"], "params_one_head": one["params"],
                      "flops_heads": many["flops"], "flops_one_head": one["flops"],
                      "scores_heads": many["score_elements"],
