@@ -1,0 +1,112 @@
+"""Every qualitative sentence of docs/chapters/heads.md, asserted over computed values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from backend.reference.head_cost import attention_cost
+from backend.widgets import multi_head as mh
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = [(h, k, d) for d in (64, 256, 512, 1024) for h in (2, 4, 8, 16) if d % h == 0
+            for k in mh._divisors(h)]
+
+
+def run(**p):
+    return mh.compute(mh.SPEC.resolve(p))["values"]
+
+
+@pytest.fixture(scope="module")
+def v():
+    return run()
+
+
+def test_the_two_heads_disagree_and_the_big_head_sits_between(v):
+    ex = v["two_heads"]
+    a, b, one = ex["head_a"], ex["head_b"], ex["one_head"]
+    assert min(a, key=a.get) == "the"  # head A all but ignores "the"
+    assert a["the"] < 0.05 and a["river"] > a["the"] and a["bank"] > a["river"]  # leans on river, bank
+    assert max(b, key=b.get) == "the"  # head B gives "the" the most weight
+    for w in ("the", "river", "bank"):  # one big head in between, word by word
+        assert min(a[w], b[w]) < one[w] < max(a[w], b[w])
+
+
+def test_the_try_moves_head_a_not_head_b(v):
+    ex = v["two_heads"]
+    assert ex["head_a_try"]["the"] > 5 * ex["head_a"]["the"]  # "jumps"
+    assert ex["head_b_try"] == ex["head_b"]  # "do not change at all"
+
+
+def test_head_widths_settle_at_64_or_128(v):
+    assert {r["d_head"] for r in v["head_table"]} == {64, 128}
+    assert all(r["width"] == r["d_model"] for r in v["head_table"])
+
+
+def test_parameters_and_flops_identical_only_weights_grow(v):
+    for r in v["head_table"]:  # "identical, not roughly equal ... every row"
+        assert r["params_heads"] == r["params_one_head"] and r["flops_heads"] == r["flops_one_head"]
+        assert r["scores_heads"] == r["n_heads"] * r["scores_one_head"]  # h times as many
+
+
+def test_llama3_8b_gqa_factor(v):
+    llama = v["head_table"][1]
+    assert llama["n_heads"] // llama["n_kv_heads"] == llama["n_rep"] == 4
+
+
+def test_default_difference_is_all_in_wk_wv(v):
+    assert v["params_attention_mha"] - v["params_attention"] == v["params_kv_mha"] - v["params_kv"]
+    assert v["kv_bytes_per_token"] < v["kv_bytes_per_token_mha"]
+
+
+@pytest.mark.parametrize("h, n_kv, d", SETTINGS)
+def test_across_the_sliders(h, n_kv, d):
+    s = run(n_heads=h, n_kv=n_kv, d_model=d)
+    assert s["kv_fraction"] == n_kv / h  # "always n_kv / h, at every width"
+    saving = s["params_attention_mha"] - s["params_attention"]
+    assert saving <= s["params_attention_mha"] / 2  # "never more than half the layer"
+    if n_kv == h:
+        assert s["relative_error"] == 0.0 and s["max_weight_change"] == 0.0  # nothing pooled
+    else:
+        assert s["relative_error"] > 0.5  # pooling unrelated heads changes the layer a lot
+
+
+@pytest.mark.parametrize("h, d", [(h, d) for d in (64, 256, 512, 1024) for h in (4, 8, 16)])
+def test_multi_query_moves_further_than_pairing(h, d):
+    assert run(n_heads=h, n_kv=1, d_model=d)["relative_error"] > \
+        run(n_heads=h, n_kv=h // 2, d_model=d)["relative_error"]
+
+
+@pytest.mark.parametrize("h", [2, 4, 8, 16])
+def test_one_kv_head_still_gives_different_maps(h):
+    maps = torch.tensor(run(n_heads=h, n_kv=1)["maps"])
+    for i in range(1, h):
+        assert (maps[i] - maps[0]).abs().max() > 0.05  # "the maps still differ"
+
+
+def test_the_average_of_a_group_resembles_none_of_its_members():
+    mha = mh._multi_head(8, 512)[0]
+    w = mha.k_proj.weight.view(8, 64, 512)
+    mean = w.mean(0)
+    for head in w:
+        assert torch.linalg.norm(head - mean) / torch.linalg.norm(head) > 0.5
+
+
+def test_the_widget_refuses_3_of_8_and_names_choices():
+    with pytest.raises(mh.ParamError) as err:
+        run(n_heads=8, n_kv=3)
+    assert "1, 2, 4, 8" in str(err.value)
+
+
+def test_notebook_prints_the_handout_numbers(capsys):
+    nb = json.loads((ROOT / "docs/exercises/llm101-04-two-heads.ipynb").read_text())
+    src = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    exec(compile(src.replace("\nshow(fig)", "\n0"), "notebook", "exec"), {})
+    out = capsys.readouterr().out
+    assert "one big head      the 0.14  river 0.31  bank 0.56" in out
+    assert "head A (meaning)  the 0.03  river 0.33  bank 0.64" in out
+    assert "head B (generic)  the 0.59  river 0.19  bank 0.22" in out
+    assert 'head A, weight for "the": 0.03 -> 0.30' in out and "head B unchanged: True" in out
