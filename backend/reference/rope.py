@@ -42,3 +42,22 @@ def rotate(x: torch.Tensor, position: int, theta: float = 10000.0) -> torch.Tens
     """Rotate one vector (or a batch of vectors, last axis d_head) as if it sat at ``position``."""
     cos, sin = rope_cos_sin(torch.tensor(position), x.size(-1), theta, x.dtype)
     return x * cos + rotate_half(x) * sin
+
+
+# --8<-- [start:rope_reach]
+def wavelengths(d_head: int, theta: float = 10000.0) -> torch.Tensor:
+    """Positions per full turn of each rotating pair, (d_head/2,): fastest 2*pi, slowest ~2*pi*theta."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d_head, 2, dtype=torch.float64) / d_head))
+    return 2 * torch.pi / inv_freq
+
+
+def relative_similarity(distances: torch.Tensor, d_head: int, theta: float = 10000.0) -> torch.Tensor:
+    """How much a key still looks like the query it equals, `distances` positions apart.
+
+    For q = k with equal energy in every pair, q_m . k_n / |q|^2 = mean_i cos((m - n) w_i).
+    1 at distance 0; it oscillates and sinks as the fast pairs wrap around, and only pairs whose
+    wavelength exceeds the distance still agree. A larger theta slows every pair down.
+    """
+    cos, _ = rope_cos_sin(distances.to(torch.float64), d_head, theta, torch.float64)  # (D, d_head)
+    return cos.mean(dim=-1)  # (D,)
+# --8<-- [end:rope_reach]
