@@ -12,11 +12,13 @@ import torch
 
 # --8<-- [start:rope]
 def rope_cos_sin(
-    positions: torch.Tensor, d_head: int, theta: float = 10000.0, dtype: torch.dtype = torch.float32
+    positions: torch.Tensor, d_head: int, theta: float = 10000.0, dtype: torch.dtype = torch.float32,
+    precision: torch.dtype = torch.float32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos/sin tables for the given positions, each (..., d_head); computed in float32."""
-    inv_freq = 1.0 / (theta ** (torch.arange(0, d_head, 2, dtype=torch.float32, device=positions.device) / d_head))
-    angles = positions[..., None].float() * inv_freq  # (..., d_head/2): one angle per pair
+    """cos/sin tables for the given positions, each (..., d_head); angles computed in `precision`
+    (float32, as Hugging Face's Llama does)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d_head, 2, dtype=precision, device=positions.device) / d_head))
+    angles = positions[..., None].to(precision) * inv_freq  # (..., d_head/2): one angle per pair
     angles = torch.cat((angles, angles), dim=-1)  # (..., d_head): pair i and i + d_head/2 share it
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
@@ -38,9 +40,10 @@ def apply_rope(
 # --8<-- [end:rope]
 
 
-def rotate(x: torch.Tensor, position: int, theta: float = 10000.0) -> torch.Tensor:
+def rotate(x: torch.Tensor, position: int, theta: float = 10000.0,
+           precision: torch.dtype = torch.float32) -> torch.Tensor:
     """Rotate one vector (or a batch of vectors, last axis d_head) as if it sat at ``position``."""
-    cos, sin = rope_cos_sin(torch.tensor(position), x.size(-1), theta, x.dtype)
+    cos, sin = rope_cos_sin(torch.tensor(position), x.size(-1), theta, x.dtype, precision)
     return x * cos + rotate_half(x) * sin
 
 

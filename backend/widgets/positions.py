@@ -18,6 +18,7 @@ from backend.widgets.style import COLORS, base_layout
 
 MAX_CELLS_ROWS, MAX_CELLS_COLS = 128, 64   # the heatmap shows at most this many (strided)
 CURVE_POINTS = 400                         # points on the similarity curve, whatever the range
+HALF_SEARCH = 4096                         # distances searched, one by one, for the fall below 1/2
 SHIFTS = (0, 7, 100, 1000)                 # (m + s, n + s): the same offset at other places
 REFERENCE_THETA = 10000.0                  # the 2017 / Llama-2 base, drawn for comparison
 HANDOUT_ROWS = (0, 1, 2, 50)               # the positions LLM-101 §2 prints
@@ -50,6 +51,7 @@ SPEC = WidgetSpec(
         Output("norm_q_rotated", "|q| after rotation", ".6f"),
         Output("slowest_wavelength", "slowest RoPE pair: positions per turn", ",.0f"),
         Output("similarity_at_max", "similarity at the last position shown", ".3f"),
+        Output("half_distance", "similarity falls below ½ at distance", ",d"),
         Output("order_gap_without", "dog: order changes its vector by (no position)", ".3g"),
         Output("order_gap_with", "dog: order changes its vector by (with position)", ".3f"),
     ),
@@ -89,6 +91,8 @@ def compute(params: dict) -> dict:
     # The alternative: add the sinusoids to q and k instead of rotating them.
     at = lambda pos: sinusoidal.sinusoidal_at(torch.tensor([pos]), d).double()[0]  # noqa: E731
     add_dots = [float((q + at(a)) @ (k + at(b))) for a, b in pairs]
+    # The same score with the angles in float64: what float32 angles cost at this position.
+    exact = float(rope.rotate(q, m, theta, torch.float64) @ rope.rotate(k, n, theta, torch.float64))
 
     # How far RoPE's similarity reaches: identical q and k, `distance` positions apart.
     distances = torch.tensor(sorted(set(_strided(T, CURVE_POINTS)) | {T - 1, abs(m - n) % T}),
@@ -96,6 +100,8 @@ def compute(params: dict) -> dict:
     sim = rope.relative_similarity(distances, d, theta)
     sim_ref = rope.relative_similarity(distances, d, REFERENCE_THETA)
     waves = rope.wavelengths(d, theta)
+    near = rope.relative_similarity(torch.arange(min(T, HALF_SEARCH)), d, theta)  # every distance
+    below = (near < 0.5).nonzero()
 
     # The sinusoidal table itself, strided to what a screen can show.
     rows, cols = _strided(T, MAX_CELLS_ROWS), _strided(d, MAX_CELLS_COLS)
@@ -116,6 +122,8 @@ def compute(params: dict) -> dict:
         "rope_dot": rope_dots[0],
         "rope_dot_shifted": [{"m": a, "n": b, "dot": v} for (a, b), v in zip(pairs, rope_dots)],
         "rope_dot_spread": max(rope_dots) - min(rope_dots),
+        "rope_error_fp32": abs(rope_dots[0] - exact),
+        "qk_norms": float(q.norm() * k.norm()),
         "additive_dot_shifted": [{"m": a, "n": b, "dot": v}
                                  for (a, b), v in zip(pairs, add_dots)],
         "additive_dot_spread": max(add_dots) - min(add_dots),
@@ -125,6 +133,9 @@ def compute(params: dict) -> dict:
         "fastest_wavelength": float(waves.min()),
         "similarity_at_max": float(sim[distances == T - 1][0]),
         "similarity_at_offset": float(sim[distances == abs(m - n) % T][0]),
+        # First distance at which an equal key is less than half as similar (None: not within
+        # the positions shown, up to HALF_SEARCH).
+        "half_distance": int(below[0]) if len(below) else None,
         "pe_rows": {str(p): handout[p].tolist() for p in HANDOUT_ROWS},
         "dog": {key: vec.tolist() for key, vec in dog.items()},
         "order_gap_without": gap("without", "without_swapped"),
