@@ -13,9 +13,14 @@ import torch
 # --8<-- [start:sinusoidal]
 def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
     """Returns (n_positions, d_model); added to the token embeddings, not learned."""
+    return sinusoidal_at(torch.arange(n_positions), d_model, base)
+
+
+def sinusoidal_at(positions: torch.Tensor, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """The rows of the table for the given positions only, (len(positions), d_model)."""
     if d_model % 2:
         raise ValueError(f"d_model must be even for sine/cosine pairs, got {d_model}")
-    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (T, 1)
+    pos = positions.to(torch.float64)[:, None]  # (T, 1)
     i = torch.arange(d_model // 2, dtype=torch.float64)[None, :]  # (1, d/2)
     angles = pos / base ** (2 * i / d_model)  # (T, d/2): slower waves for larger i
     pe = torch.stack((angles.sin(), angles.cos()), dim=-1)  # (T, d/2, 2)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-_MODULES = (
+_MODULES = (  # in the order the book meets them
     "attention_scaling",
-    "attention_map",
+    "causal_mask",
     "multi_head",
+    "positions",
+    "attention_map",
 )
 
 

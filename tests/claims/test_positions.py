@@ -1,0 +1,138 @@
+"""Every qualitative sentence of 'Where order comes from', asserted over what the page computes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from backend.reference import rope
+from backend.widgets import positions as w
+from backend.widgets.spec import sweep
+
+SPEC = w.SPEC
+THETAS = (100.0, 1000.0, 10000.0, 500000.0, 1_000_000.0, 10_000_000.0)
+WIDTHS = [d for d in sweep(SPEC.param("d_model"), 7)]
+
+
+def values(**params):
+    return w.compute(SPEC.resolve({**SPEC.defaults(), **params}))["values"]
+
+
+def figure(**params):
+    return w.compute(SPEC.resolve({**SPEC.defaults(), **params}))["figure"]
+
+
+# -- Intuition and the dog-bites-man table ------------------------------------------------
+
+def test_without_position_dog_is_the_same_vector_in_every_digit():
+    v = values()
+    assert v["order_gap_without"] == 0.0
+    assert v["dog"]["without"] == v["dog"]["without_swapped"]
+
+
+def test_with_position_the_two_dogs_are_different_inputs():
+    assert values()["order_gap_with"] > 0.5
+
+
+def test_a_hundredth_of_the_signal_still_separates_but_by_a_rounding_sized_margin():
+    v = values()
+    assert 0 < v["order_gap_tiny"] < v["order_gap_with"] / 100       # "less than a hundredth"
+    assert 0.005 < v["order_gap_tiny"] < 0.05                        # "the size of the rounding"
+    # the note: still differ in the second decimal, by about a hundredth of the full gap
+    a, b = v["dog"]["tiny"], v["dog"]["tiny_swapped"]
+    assert any(round(x, 2) != round(y, 2) for x, y in zip(a, b))
+    assert 0.005 < v["order_gap_tiny"] / v["order_gap_with"] < 0.02
+
+
+# -- Sinusoids ------------------------------------------------------------------------------
+
+def test_first_pair_one_radian_per_step_nearly_eight_turns_by_50_second_ten_times_slower():
+    d = 8
+    omega = [10000 ** (-2 * i / d) for i in range(d // 2)]
+    assert omega[0] == 1.0
+    assert 7.5 < 50 * omega[0] / (2 * math.pi) < 8
+    assert math.isclose(omega[0] / omega[1], 10.0)
+
+
+@pytest.mark.parametrize("d", WIDTHS)
+def test_added_sinusoids_make_the_score_depend_on_absolute_position(d):
+    for m, n in ((3, 1), (40, 2), (1000, 999)):
+        v = values(d_model=d, m=m, n=n)
+        assert v["additive_dot_spread"] > 0.1
+        assert v["additive_dot_spread"] > 100 * v["rope_dot_spread"]
+
+
+# -- RoPE -----------------------------------------------------------------------------------
+
+def test_the_four_scores_and_norms_agree_to_the_printed_six_decimals():
+    rows = [values(m=m, n=n) for m, n in ((3, 1), (10, 8), (100, 98), (5, 3))]
+    assert len({f"{r['rope_dot']:.6f}" for r in rows}) == 1
+    assert len({f"{r['norm_q_rotated']:.6f}" for r in rows} | {f"{rows[0]['norm_q']:.6f}"}) == 1
+
+
+def test_float32_rounding_grows_with_position_but_stays_small():
+    near, far = values(m=3, n=1), values(m=100000, n=99998)
+    assert far["rope_error_fp32"] > 100 * near["rope_error_fp32"]
+    assert far["rope_error_fp32"] < 1e-3 * abs(far["rope_dot"])
+
+
+@pytest.mark.parametrize("d", WIDTHS)
+@pytest.mark.parametrize("m", [0, 3, 500, 1999, 20000, 130000])
+def test_moving_m_and_n_together_keeps_the_score(d, m):
+    for theta in (100.0, 10000.0, 10_000_000.0):
+        v = values(d_model=d, m=m, n=max(0, m - 2), rope_theta=theta)
+        assert v["rope_dot_spread"] < 5e-4 * v["qk_norms"]          # "a few parts in ten thousand"
+        assert math.isclose(v["norm_q_rotated"], v["norm_q"], rel_tol=1e-6)
+
+
+def test_a_larger_base_slows_every_pair_and_keeps_more_pairs_above_8192():
+    w_low, w_high = rope.wavelengths(128, 10000.0), rope.wavelengths(128, 500000.0)
+    assert bool((w_high[1:] > w_low[1:]).all())
+    assert int((w_high > 8192).sum()) > int((w_low > 8192).sum())
+    low = values(d_model=128, max_position=8193)["similarity_at_max"]
+    high = values(d_model=128, max_position=8193, rope_theta=500000.0)["similarity_at_max"]
+    assert high > low
+
+
+def test_sixteen_times_the_text_is_256_times_the_work():
+    ctx = values()["context"]
+    assert ctx["128000"] == {"text": 16.0, "work": 256.0}
+
+
+# -- Push on it -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d", WIDTHS)
+def test_left_columns_flicker_right_columns_barely_change(d):
+    z = torch.tensor(figure(d_model=d)["data"][0]["z"])  # (positions, dims)
+    steps = (z[1:] - z[:-1]).abs().mean(dim=0)
+    assert steps[0] > 10 * steps[-1]
+
+
+def test_wider_d_makes_the_slow_columns_slower():
+    waves = [values(d_model=d)["slowest_wavelength"] for d in WIDTHS]
+    assert waves == sorted(waves) and len(set(waves)) == len(waves)
+
+
+@pytest.mark.parametrize("d", WIDTHS)
+def test_raising_theta_delays_the_fall_below_one_half(d):
+    halves = [values(d_model=d, max_position=4096, rope_theta=t)["half_distance"] for t in THETAS]
+    reached = [h if h is not None else math.inf for h in halves]
+    assert reached == sorted(reached)
+
+
+def test_theta_100_falls_below_one_half_within_a_few_positions():
+    assert values(d_model=128, rope_theta=100.0)["half_distance"] <= 10
+
+
+def test_check_yourself_offsets_agree_to_four_or_five_digits_not_seven():
+    q, k = w._query_key(8)
+    near = float(rope.rotate(q, 3) @ rope.rotate(k, 1))
+    far = float(rope.rotate(q, 100003) @ rope.rotate(k, 100001))
+    rel = abs(near - far) / abs(near)
+    assert 1e-6 < rel < 1e-3
+
+
+def test_exercise_3_answer_14_pairs():
+    assert int((rope.wavelengths(128, 10000.0) > 8192).sum()) == 14

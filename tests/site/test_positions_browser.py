@@ -1,0 +1,58 @@
+"""'Where order comes from' in Chromium: the widget draws, recomputes live, and fits a phone."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHAPTER = "/chapters/positions/"
+WIDGET = '[data-widget="positions"]'
+
+
+def move(page, name, position):
+    page.evaluate("""([w, name, pos]) => {
+        const s = document.querySelector(`${w} input[type=range][name=${name}]`);
+        s.value = pos;
+        s.dispatchEvent(new Event('input', {bubbles: true}));
+    }""", [WIDGET, name, position])
+
+
+def test_theta_and_width_recompute_live(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
+    before = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').data[1].y.slice(0, 40)")
+    move(page, "rope_theta", 20)  # log2 slider: about a million
+    page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'live'",
+                           timeout=15_000)
+    page.wait_for_function(f"""(before) => {{
+        const y = document.querySelector('{WIDGET} .tw-plot').data[1].y.slice(0, 40);
+        return y.some((v, i) => v !== before[i]); }}""", arg=before, timeout=15_000)
+    move(page, "d_model", 6)  # 64
+    page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-plot').data[0]
+        .z[0].length === 64""", timeout=15_000)
+    half = page.locator(f'{WIDGET} .tw-value[data-name="half_distance"] dd').inner_text()
+    assert half.replace(",", "").isdigit()
+    assert page.console_errors == []
+
+
+def test_offline_the_baked_theta_is_drawn(page, server):
+    page.route("**/api/**", lambda route: route.abort())
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
+    move(page, "rope_theta", 19)
+    page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'precomputed'",
+                           timeout=15_000)
+
+
+def test_fits_a_phone(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True, device_scale_factor=2)
+    page = context.new_page()
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    height = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').getBoundingClientRect().height")
+    context.close()
+    assert overflow <= 0
+    assert height >= 600  # the two panels stack on a phone
