@@ -9,6 +9,7 @@ score shape (B, n_heads, T_q, T_kv).
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
@@ -118,6 +119,10 @@ def dtype_pitfall(t: int = 4, dtype: torch.dtype = torch.float16) -> dict:
     mask32 = to_additive(causal_mask(t), torch.float32)  # (T, T), float32: the usual default
     mask_ok = to_additive(causal_mask(t), dtype)  # built in the scores' own dtype
     fp32_min_cast = torch.tensor(torch.finfo(torch.float32).min).to(dtype).item()
+    info = torch.finfo(dtype)
+    # Spacing between the two largest finite numbers; half of it is how far below finfo.min a
+    # sum may fall before it rounds to -inf.
+    top_spacing = 2.0 ** math.floor(math.log2(info.max)) * info.eps
     return {
         "scores_dtype": scores.dtype,
         "sum_with_fp32_mask_dtype": (scores + mask32).dtype,
@@ -125,7 +130,8 @@ def dtype_pitfall(t: int = 4, dtype: torch.dtype = torch.float16) -> dict:
         "sum_with_fp16_mask_dtype": (scores.half() + to_additive(causal_mask(t), torch.float16)).dtype,
         "fp32_min_cast": fp32_min_cast,
         "fp32_min_cast_to_fp16": torch.tensor(torch.finfo(torch.float32).min).to(torch.float16).item(),
-        "dtype_min": torch.finfo(dtype).min,
+        "dtype_min": info.min,
+        "min_overflow_margin": top_spacing / 2,
         "fp16_min": torch.finfo(torch.float16).min,
     }
 # --8<-- [end:pitfall]

@@ -156,6 +156,7 @@ def compute(params: dict) -> dict:
         "sum_dtype_with_fp32_mask": str(pitfall["sum_with_fp32_mask_dtype"]).removeprefix("torch."),
         "fp32_min_fits": math.isfinite(pitfall["fp32_min_cast"]),
         "dtype_min": pitfall["dtype_min"],
+        "min_overflow_margin": pitfall["min_overflow_margin"],
         "nan_rows_fp32_min_cast": sum(bool(w_cast[i].isnan().any()) for i in range(T)),
     }
     title = f"{MASK_WORDS[mask]} · {FORM_WORDS[form]} · {dtype_name}"
@@ -190,7 +191,7 @@ def figure(tokens, weights: torch.Tensor, allowed: torch.Tensor, sums: torch.Ten
     bar_colors = [COLORS["good"] if s is not None and abs(s - 1) < 5e-3 else COLORS["unscaled"]
                   for s in sums_ok]
     data = [
-        {"type": "heatmap", "z": shown, "x": idx, "y": idx, "zmin": 0.0, "zmax": 1.0,
+        {"type": "heatmap", "z": shown, "x": idx, "y": idx, "zmin": 0.0, "zmax": 2.0,  # weight 1 stops at mid-blue, so the cell's text stays legible
          "colorscale": WEIGHT_SCALE, "reversescale": True, "showscale": False,
          "text": text, "texttemplate": "%{text}", "hovertext": hover, "hoverinfo": "text",
          "xgap": 2, "ygap": 2, "name": "weight"},
@@ -208,7 +209,7 @@ def figure(tokens, weights: torch.Tensor, allowed: torch.Tensor, sums: torch.Ten
          "cliponaxis": False, "hovertemplate": "row sum %{text}<extra></extra>"},
     ]
     axis = {"tickmode": "array", "tickvals": idx, "ticktext": tokens, "showgrid": False,
-            "zeroline": False}
+            "zeroline": False, "automargin": True}
     layout = base_layout(
         height=120 + 62 * T,
         title={"text": title, "font": {"size": 13}},
@@ -216,12 +217,13 @@ def figure(tokens, weights: torch.Tensor, allowed: torch.Tensor, sums: torch.Ten
         margin={"l": 70, "r": 30, "t": 50, "b": 60},
         xaxis={**axis, "domain": [0, 0.74], "title": {"text": "key (looked at)"}},
         yaxis={**axis, "autorange": "reversed", "title": {"text": "query (looking)"}},
-        xaxis2={"domain": [0.8, 1], "range": [0, 1.3], "tickvals": [0, 1], "anchor": "y",
+        xaxis2={"domain": [0.8, 1], "range": [0, 1.45], "tickvals": [0, 1], "anchor": "y",
                 "title": {"text": "row sum"}, "showgrid": False},
         shapes=[{"type": "line", "xref": "x2", "yref": "paper", "x0": 1, "x1": 1, "y0": 0,
                  "y1": 1, "line": {"color": COLORS["guide"], "dash": "dot", "width": 1}}],
     )
-    narrow = {"margin": {"l": 56, "r": 22, "t": 60, "b": 60}, "title": {"font": {"size": 11}},
+    narrow = {"margin": {"l": 62, "r": 26, "t": 78, "b": 60},
+              "title": {"text": title.replace(" · ", "<br>"), "font": {"size": 11}},
               "xaxis": {"domain": [0, 0.7], "tickangle": -45}, "xaxis2": {"domain": [0.76, 1]}}
     return {"data": data, "layout": layout, "narrow": narrow}
 
