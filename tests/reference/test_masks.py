@@ -74,3 +74,77 @@ def test_sdpa_bool_mask_true_means_attend():
     only_first = torch.tensor([[True, False, False]])  # (T_q=1, T_kv=3)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=only_first)
     torch.testing.assert_close(out.flatten(), torch.tensor([1.0, 0.0, 0.0]))
+
+
+# --- added with the masks chapter -----------------------------------------------------------
+
+from backend.reference.masks import (  # noqa: E402
+    left_padding_mask,
+    sdpa_weights,
+    weights_additive,
+    weights_boolean,
+    weights_zeroed_after,
+)
+
+
+def test_left_padding_hides_the_front():
+    m = left_padding_mask(torch.tensor([3, 5]), 5)
+    assert m.shape == (2, 1, 1, 5)
+    assert m[0, 0, 0].tolist() == [False, False, True, True, True]
+    assert m[1, 0, 0].all()
+
+
+def _qk(t=5, d=8, dtype=torch.float32):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(1, 2, t, d, generator=g).to(dtype), torch.randn(1, 2, t, d, generator=g).to(dtype)
+
+
+def test_boolean_and_additive_weights_match_pytorch_sdpa():
+    """Oracle: F.scaled_dot_product_attention with attn_mask (bool, True = takes part) and is_causal."""
+    q, k = _qk()
+    scores = q @ k.transpose(-2, -1) / 8 ** 0.5  # (1, 2, T, T)
+    allowed = and_masks(causal_mask(5), padding_mask(torch.tensor([4]), 5))  # (1, 1, 5, 5)
+    ours_bool = weights_boolean(scores, allowed)
+    ours_add = weights_additive(scores, to_additive(allowed, scores.dtype, float("-inf")))
+    eye = torch.eye(5)
+    theirs = F.scaled_dot_product_attention(q, k, eye, attn_mask=allowed)
+    torch.testing.assert_close(ours_bool, theirs)
+    torch.testing.assert_close(ours_add, theirs)
+    torch.testing.assert_close(sdpa_weights(q, k, allowed), theirs, atol=0, rtol=0)
+    causal = F.scaled_dot_product_attention(q, k, eye, is_causal=True)
+    torch.testing.assert_close(weights_boolean(scores, causal_mask(5)), causal)
+
+
+def test_a_fully_masked_row_three_ways():
+    """-inf: NaN. dtype minimum: uniform over every key. PyTorch's SDPA (this CPU build): zeros."""
+    q, k = _qk(t=4)
+    scores = q @ k.transpose(-2, -1) / 8 ** 0.5
+    allowed = and_masks(causal_mask(4), left_padding_mask(torch.tensor([3]), 4))  # row 0 sees nothing
+    assert not allowed[0, 0, 0].any()
+    inf = weights_additive(scores, to_additive(allowed, scores.dtype, float("-inf")))
+    assert inf[..., 0, :].isnan().all() and not inf[..., 1:, :].isnan().any()
+    low = weights_boolean(scores, allowed)
+    torch.testing.assert_close(low[..., 0, :], torch.full((1, 2, 4), 0.25), atol=0, rtol=0)
+    sdpa = sdpa_weights(q, k, allowed)
+    assert (sdpa[..., 0, :] == 0).all()
+
+
+def test_zeroing_after_the_softmax_breaks_the_row_sums():
+    q, k = _qk()
+    scores = q @ k.transpose(-2, -1) / 8 ** 0.5
+    sums = weights_zeroed_after(scores, causal_mask(5)).sum(-1)  # (1, 2, T)
+    assert (sums[..., :-1] < 1 - 1e-3).all()  # every row that hides something loses weight
+    torch.testing.assert_close(sums[..., -1], torch.ones(1, 2))  # the last row hides nothing
+
+
+def test_fp32_minimum_does_not_fit_bfloat16_either():
+    facts = dtype_pitfall(dtype=torch.bfloat16)
+    assert facts["sum_with_fp32_mask_dtype"] == torch.float32
+    assert facts["sum_with_own_mask_dtype"] == torch.bfloat16
+    assert facts["fp32_min_cast"] == float("-inf")
+    assert facts["dtype_min"] == torch.finfo(torch.bfloat16).min > torch.finfo(torch.float32).min
+
+
+def test_to_additive_fill():
+    add = to_additive(causal_mask(3), torch.float16, float("-inf"))
+    assert add.dtype == torch.float16 and add[0, 2].item() == float("-inf") and add[2, 0].item() == 0

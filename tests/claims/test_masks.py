@@ -1,0 +1,148 @@
+"""Every qualitative sentence of docs/chapters/masks.md, asserted over computed values."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from backend.reference import masks
+from backend.widgets import causal_mask as cm
+
+FLOODED = "the river bank flooded"
+
+
+def run(**params):
+    return cm.compute(cm.SPEC.resolve(params))["values"]
+
+
+def r2(rows):
+    return [[round(w, 2) for w in row] for row in rows]
+
+
+def test_the_last_row_is_the_same_in_encoder_and_decoder_and_earlier_rows_only_lose():
+    """'The last row, bank, is the same in both ... the mask only takes information away.'"""
+    for words in cm.SENTENCES:
+        enc, dec = run(words=words, mask="none"), run(words=words, mask="causal")
+        assert enc["weights"][-1] == dec["weights"][-1]
+        for i, row in enumerate(dec["weights"]):
+            assert all(w == 0 for w in row[i + 1:])  # nothing from later words
+            assert row != enc["weights"][i] or i == len(row) - 1
+
+
+def test_flooded_only_the_flooded_row_matches_and_decoder_rows_do_not_change():
+    """'now only the flooded row is the same ... The decoder's first three rows do not change.'"""
+    enc, dec = r2(run(words=FLOODED, mask="none")["weights"]), r2(run(words=FLOODED, mask="causal")["weights"])
+    assert [i for i in range(4) if enc[i] == dec[i]] == [3]
+    three = run(mask="causal")["weights"]
+    assert [row[:3] for row in run(words=FLOODED, mask="causal")["weights"][:3]] == three
+    assert run(words=FLOODED, mask="none")["weights"][2][2] < run(mask="none")["weights"][2][2]  # 'drops'
+
+
+def test_additive_and_boolean_give_the_same_weights_when_no_row_is_empty():
+    """'on the handout's sentence they give the same weights to every digit', at every dtype."""
+    for words, mask, dtype in itertools.product(cm.SENTENCES, ("none", "causal", "padding"), cm.DTYPES):
+        v = run(words=words, mask=mask, dtype=dtype)
+        assert v["additive_equals_boolean"] and v["additive_min_equals_boolean"]
+        assert v["empty_rows"] == 0 and v["nan_rows"] == 0
+
+
+def test_padding_real_rows_equal_unpadded_and_pad_row_spreads_evenly():
+    for words in cm.SENTENCES:
+        p, u = run(words=words, mask="padding"), run(words=words, mask="none")
+        n = len(u["tokens"])
+        assert [row[:n] for row in p["weights"][:n]] == u["weights"]
+        assert len(set(p["weights"][n][:n])) == 1 and p["weights"][n][n] == 0
+
+
+@pytest.mark.parametrize("words", cm.SENTENCES)
+@pytest.mark.parametrize("dtype", list(cm.DTYPES))
+def test_after_softmax_rows_lose_weight_and_only_the_last_row_sums_to_one(words, dtype):
+    """'the rows no longer add up to 1 ... only bank, which blocks nothing, still sums to 1'."""
+    v = run(words=words, mask="causal", form="after_softmax", dtype=dtype)
+    enc = run(words=words, mask="none", form="after_softmax", dtype=dtype)
+    sums = v["row_sums"]
+    assert all(s < 0.99 for s in sums[:-1]) and abs(sums[-1] - 1) < 1e-2
+    for i, row in enumerate(v["weights"]):  # 'the weights that remain are the encoder's'
+        assert row[: i + 1] == enc["weights"][i][: i + 1]
+
+
+def test_after_softmax_still_depends_on_future_keys():
+    """'the weights still depend on the future keys through the softmax's denominator'."""
+    three = run(mask="causal", form="after_softmax")["weights"]
+    four = run(words=FLOODED, mask="causal", form="after_softmax")["weights"]
+    assert all(four[i][:3] != three[i] for i in range(3))
+
+
+@pytest.mark.parametrize("dtype", list(cm.DTYPES))
+def test_a_row_with_nothing_to_see(dtype):
+    """-inf: NaN, one row, the real rows are the unpadded decoder's; dtype minimum / boolean:
+    finite and uniform over every key, later ones included."""
+    inf = run(mask="causal_padding", dtype=dtype)
+    assert inf["empty_rows"] == 1 and inf["nan_rows"] == 1 and inf["nan_row_tokens"] == ["<pad>"]
+    assert not inf["additive_equals_boolean"]
+    plain = run(mask="causal", dtype=dtype)["weights"]
+    assert [row[1:] for row in inf["weights"][1:]] == plain
+    for form in ("additive_min", "boolean"):
+        v = run(mask="causal_padding", form=form, dtype=dtype)
+        assert v["nan_rows"] == 0 and v["weights"][0] == [0.25] * 4
+
+
+def test_a_nan_row_poisons_the_next_layer():
+    """'0 x NaN = NaN, so one empty row poisons the whole sequence'."""
+    allowed = cm.allowed_for("causal_padding", 4)
+    scores = cm.scores_for(["<pad>", "the", "river", "bank"], torch.float32)
+    w = masks.weights_additive(scores, masks.to_additive(allowed, torch.float32, float("-inf")))
+    out = w @ torch.randn(4, 4)  # layer 1's output: the pad's row is NaN
+    assert out[0].isnan().all() and not out[1:].isnan().any()
+    assert (w @ out)[1:].isnan().all()  # layer 2: every real row, though it gives the pad weight 0
+
+
+def test_sdpa_returns_zeros_for_an_empty_row_and_true_means_takes_part():
+    allowed = cm.allowed_for("causal_padding", 4)[None, None]
+    E = torch.tensor([cm.EMBEDDINGS[t] for t in ["<pad>", "the", "river", "bank"]])[None, None]
+    w = masks.sdpa_weights(E, E, allowed)[0, 0]
+    assert (w[0] == 0).all() and torch.allclose(w[1:].sum(-1), torch.ones(3))
+    # 004's slip: a True-means-masked triangle attends to exactly the blocked keys
+    blocked = torch.ones(3, 3, dtype=torch.bool).triu(1)
+    E3 = E[..., 1:, :]
+    wrong = masks.sdpa_weights(E3, E3, blocked[None, None])[0, 0]
+    assert (wrong[~blocked] == 0).all()  # the past and the diagonal get nothing
+    assert abs(float(wrong[0, 1:].sum()) - 1) < 1e-6  # 'the' attends only to the future
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_fp32_mask_upcasts_and_its_minimum_becomes_minus_infinity(dtype):
+    v = run(mask="causal_padding", dtype=dtype)
+    assert v["sum_dtype_with_fp32_mask"] == "float32"
+    assert not v["fp32_min_fits"] and v["nan_rows_fp32_min_cast"] == 1
+    f32 = run(mask="causal_padding", dtype="float32")
+    assert f32["nan_rows_fp32_min_cast"] == 0 and f32["fp32_min_fits"]
+    assert abs(run(dtype="bfloat16")["dtype_min"]) < abs(f32["dtype_min"])  # 'a little smaller'
+
+
+def test_float16_minimum_overflows_at_the_margin():
+    margin = run(dtype="float16")["min_overflow_margin"]
+    fp16_min = masks.to_additive(torch.tensor([False]), torch.float16)
+    at = torch.tensor([-margin, -margin + 0.1, -margin - 1], dtype=torch.float16) + fp16_min
+    assert at.tolist()[0] == float("-inf") and at.tolist()[2] == float("-inf")
+    assert at.tolist()[1] == torch.finfo(torch.float16).min
+    assert margin == 16
+
+
+def test_bfloat16_loses_a_digit_float16_keeps_them():
+    """'river's weight on itself reads 0.72 instead of 0.73 ... float16 keeps all of the handout's digits here'."""
+    assert round(run(mask="none", dtype="bfloat16")["weights"][1][1], 2) != round(run(mask="none")["weights"][1][1], 2)
+    for mask in ("none", "causal"):
+        assert r2(run(mask=mask, dtype="float16")["weights"]) == r2(run(mask=mask)["weights"])
+
+
+def test_exercise_answers():
+    prefix = torch.zeros(6, 6, dtype=torch.bool)
+    prefix[:, :2] = True
+    m = masks.or_masks(masks.causal_mask(6), prefix)
+    diff = (m != masks.causal_mask(6)).nonzero().tolist()
+    assert diff == [[0, 1]]
+    w = masks.and_masks(masks.causal_mask(8), masks.sliding_window_mask(8, window=3))
+    assert w.sum(-1).tolist() == [1, 2, 3, 3, 3, 3, 3, 3]
