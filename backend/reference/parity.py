@@ -17,7 +17,6 @@ import json
 import os
 import sys
 
-
 from .config import ModelConfig
 from .counting import count_parameters
 from .llama_compare import (  # noqa: F401  (re-exported: older imports read them from here)
