@@ -47,7 +47,10 @@ def positions_from_mask(attention_mask: torch.Tensor, t_new: int) -> torch.Tenso
 
     Real tokens count 0, 1, 2, ... from the row's first real token, so a left-padded row gets the
     positions it would have had unpadded; pads get 0 (their outputs are never read). This is the
-    rule Hugging Face's ``generate`` uses (``_prepare_position_ids_for_generation``).
+    rule Hugging Face's ``generate`` uses (``_prepare_position_ids_for_generation``). HF's plain
+    ``LlamaForCausalLM.forward``, given a mask but no position ids, numbers the pads as positions
+    instead (0..T-1); RoPE sees only offsets, so its real-token logits differ from these by rounding
+    only (about 1e-6 measured), and passing ``position_ids=arange`` here reproduces it.
     """
     positions = attention_mask.long().cumsum(dim=-1) - 1  # (B, T_kv)
     positions = positions.masked_fill(attention_mask == 0, 0)
