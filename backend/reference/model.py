@@ -16,7 +16,7 @@ from torch.nn import functional as F
 from .block import DecoderBlock
 from .config import ModelConfig
 from .kv_cache import KVCache
-from .masks import causal_mask, to_additive
+from .masks import and_masks, causal_mask, to_additive
 from .norms import RMSNorm
 from .rope import rope_cos_sin
 
@@ -39,6 +39,23 @@ def next_token_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     targets = labels[:, 1:]  # (B, T-1)
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=IGNORE_INDEX)
 # --8<-- [end:lm_loss]
+
+
+# --8<-- [start:padding_positions]
+def positions_from_mask(attention_mask: torch.Tensor, t_new: int) -> torch.Tensor:
+    """Position ids of the last t_new columns of a (B, T_kv) 1/0 padding mask: (B, t_new).
+
+    Real tokens count 0, 1, 2, ... from the row's first real token, so a left-padded row gets the
+    positions it would have had unpadded; pads get 0 (their outputs are never read). This is the
+    rule Hugging Face's ``generate`` uses (``_prepare_position_ids_for_generation``). HF's plain
+    ``LlamaForCausalLM.forward``, given a mask but no position ids, numbers the pads as positions
+    instead (0..T-1); RoPE sees only offsets, so its real-token logits differ from these by rounding
+    only (about 1e-6 measured), and passing ``position_ids=arange`` here reproduces it.
+    """
+    positions = attention_mask.long().cumsum(dim=-1) - 1  # (B, T_kv)
+    positions = positions.masked_fill(attention_mask == 0, 0)
+    return positions[:, -t_new:]
+# --8<-- [end:padding_positions]
 
 
 class DecoderLM(nn.Module):
@@ -69,18 +86,34 @@ class DecoderLM(nn.Module):
         cache: KVCache | None = None,
         logits_to_keep: int = 0,
         output_attentions: bool = False,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
     ) -> LMOutput:
+        """``attention_mask`` (B, T_past + T), 1 = real token, 0 = padding, covers the cached
+        positions too (as in Hugging Face). Without ``position_ids``, positions are counted from
+        the mask (``positions_from_mask``), so left padding changes nothing for the real tokens."""
         B, T = input_ids.shape  # input_ids: (B, T)
         if labels is not None and logits_to_keep:
             raise ValueError("labels need logits at every position; leave logits_to_keep at 0")
         past = cache.seq_len if cache is not None else 0
         if past + T > self.config.max_seq_len:
             raise ValueError(f"{past + T} positions exceed max_seq_len={self.config.max_seq_len}")
+        if attention_mask is not None and attention_mask.shape != (B, past + T):
+            raise ValueError(
+                f"attention_mask must have shape (batch, cached + new positions) = {(B, past + T)}, "
+                f"got {tuple(attention_mask.shape)}"
+            )
 
         x = self.embed_tokens(input_ids)  # (B, T, d_model)
-        positions = torch.arange(past, past + T, device=input_ids.device).expand(B, T)  # (B, T)
-        cos, sin = rope_cos_sin(positions, self.config.d_head, self.config.rope_theta, x.dtype)  # (B, T, d_head)
-        mask = to_additive(causal_mask(T, past + T, x.device), x.dtype)  # (T, T_kv), built once for all layers
+        if position_ids is None and attention_mask is not None:
+            position_ids = positions_from_mask(attention_mask, T)  # (B, T)
+        elif position_ids is None:
+            position_ids = torch.arange(past, past + T, device=input_ids.device).expand(B, T)  # (B, T)
+        cos, sin = rope_cos_sin(position_ids, self.config.d_head, self.config.rope_theta, x.dtype)  # (B, T, d_head)
+        allowed = causal_mask(T, past + T, x.device)  # (T, T_kv)
+        if attention_mask is not None:
+            allowed = and_masks(allowed, attention_mask.bool()[:, None, None, :])  # (B, 1, T, T_kv): no pad keys
+        mask = to_additive(allowed, x.dtype)  # built once for all layers
 
         attentions = []
         for layer in self.layers:

@@ -1,12 +1,13 @@
-"""Check the book's DecoderLM against Hugging Face's LlamaForCausalLM, same weights, same tokens.
+"""Command line: check the book's DecoderLM against Hugging Face's LlamaForCausalLM.
 
     python -m backend.reference.parity --layers 2 --d-model 64 --heads 8 --kv-heads 2 \
         --d-ff 172 --vocab 1000 --seed 0 --seq-len 16
     python -m backend.reference.parity --preset llama-3-8b --count-only
 
 The last line of stdout is one JSON object (``max_abs_logit_diff``, losses, ``ok``, ...).
-Exit status: 0 within tolerance, 1 outside it, 2 for invalid arguments.
-This is the only reference module that imports ``transformers``, and only inside functions.
+Exit status: 0 within tolerance (logits, loss, attention weights, cached and left-padded
+logits), 1 outside it, 2 for invalid arguments. Only argument parsing, printing and exit codes
+live here; the comparison itself is ``llama_compare.compare``, which returns a ``ParityReport``.
 """
 
 from __future__ import annotations
@@ -16,17 +17,14 @@ import json
 import os
 import sys
 
-import torch
-
 from .config import ModelConfig
 from .counting import count_parameters
-from .model import DecoderLM
+from .llama_compare import (  # noqa: F401  (re-exported: older imports read them from here)
+    ATTENTION_TOLERANCE, LOGIT_TOLERANCE, LOSS_TOLERANCE, ParityReport, build_pair, compare, hf_config, hf_state_dict,
+)
 from .presets import DECODER_PRESETS, PRESETS
 
-LOGIT_TOLERANCE = 1e-5  # fp32; eager attention on both sides
-LOSS_TOLERANCE = 1e-5
 DEFAULT_MAX_PARAMS = 50_000_000  # two fp32 copies of this many parameters fit comfortably on a laptop
-DECODE_STEPS = 16  # positions checked one at a time through the cache
 MAX_SEQ_LEN = 4096  # the eager path materializes (B, h, T, T) weights in both models
 
 
@@ -69,82 +67,6 @@ def config_from_args(args: argparse.Namespace) -> ModelConfig:
     )
 
 
-def hf_config(config: ModelConfig):
-    from transformers import LlamaConfig
-
-    hf = LlamaConfig(
-        vocab_size=config.vocab_size, hidden_size=config.d_model, intermediate_size=config.d_ff,
-        num_hidden_layers=config.n_layers, num_attention_heads=config.n_heads,
-        num_key_value_heads=config.n_kv_heads, max_position_embeddings=config.max_seq_len,
-        rms_norm_eps=config.norm_eps, tie_word_embeddings=config.tie_embeddings,
-        rope_parameters={"rope_type": "default", "rope_theta": config.rope_theta},
-        attention_bias=config.attention_bias, pad_token_id=None, bos_token_id=None, eos_token_id=None,
-    )
-    hf._attn_implementation = "eager"  # the readable path, and the only one that returns attention weights
-    return hf
-
-
-def hf_state_dict(reference_state: dict) -> dict:
-    """Rename the book's parameter names to Hugging Face's (the tensors are shared, not copied)."""
-    renames = {".attn.": ".self_attn.", ".attn_norm.": ".input_layernorm.", ".mlp_norm.": ".post_attention_layernorm."}
-    out = {}
-    for name, tensor in reference_state.items():
-        hf_name = name if name.startswith("lm_head") else "model." + name
-        for old, new in renames.items():
-            hf_name = hf_name.replace(old, new)
-        out[hf_name] = tensor
-    return out
-
-
-def build_pair(config: ModelConfig, seed: int):
-    """The book's model with seeded random weights, and a LlamaForCausalLM holding the same weights."""
-    from transformers import LlamaForCausalLM
-
-    torch.manual_seed(seed)
-    ours = DecoderLM(config).eval()
-    theirs = LlamaForCausalLM(hf_config(config)).eval()
-    theirs.load_state_dict(hf_state_dict(ours.state_dict()), strict=True)
-    return ours, theirs
-
-
-@torch.no_grad()
-def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 2) -> dict:
-    """Run both models on the same random tokens; return the measured differences."""
-    ours, theirs = build_pair(config, seed)
-    gen = torch.Generator().manual_seed(seed)
-    ids = torch.randint(0, config.vocab_size, (batch, seq_len), generator=gen)
-    a = ours(ids, labels=ids, output_attentions=True)
-    b = theirs(input_ids=ids, labels=ids, output_attentions=True)
-    attn_diff = max((x - y).abs().max().item() for x, y in zip(a.attentions, b.attentions))
-
-    # the same positions through the KV cache: prefill a prefix at once, then decode one token at a time
-    prefix = max(1, seq_len - DECODE_STEPS)
-    cache = ours.new_cache()
-    cached_logits = [ours(ids[:, :prefix], cache=cache).logits]
-    for t in range(prefix, seq_len):
-        cached_logits.append(ours(ids[:, t : t + 1], cache=cache).logits)
-    cached_diff = (torch.cat(cached_logits, dim=1) - b.logits).abs().max().item()
-
-    logit_diff = (a.logits - b.logits).abs().max().item()
-    loss_diff = abs(a.loss.item() - b.loss.item())
-    return {
-        "config": config.to_dict(),
-        "seed": seed,
-        "seq_len": seq_len,
-        "batch": batch,
-        "n_params": count_parameters(config).total,
-        "hf_n_params": sum(p.numel() for p in theirs.parameters()),
-        "loss": a.loss.item(),
-        "hf_loss": b.loss.item(),
-        "abs_loss_diff": loss_diff,
-        "max_abs_attention_diff": attn_diff,
-        "max_abs_cached_logit_diff": cached_diff,
-        "tolerance": LOGIT_TOLERANCE,
-        "ok": logit_diff <= LOGIT_TOLERANCE and cached_diff <= LOGIT_TOLERANCE and loss_diff <= LOSS_TOLERANCE,
-        "max_abs_logit_diff": logit_diff,
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -176,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    result = compare(config, args.seed, args.seq_len, args.batch)
-    print(json.dumps(result))
-    return 0 if result["ok"] else 1
+    report = compare(config, args.seed, args.seq_len, args.batch)
+    print(json.dumps(report.to_dict()))
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":

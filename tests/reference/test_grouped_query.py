@@ -4,6 +4,7 @@ import torch.nn.functional as F
 from backend.reference.config import ModelConfig
 from backend.reference.grouped_query import GroupedQueryAttention, repeat_kv
 from backend.reference.masks import causal_mask
+from backend.reference.model import DecoderLM
 from backend.reference.rope import apply_rope, rope_cos_sin
 
 
@@ -12,11 +13,20 @@ def test_repeat_kv_is_repeat_interleave():
     torch.testing.assert_close(repeat_kv(x, 4), x.repeat_interleave(4, dim=1), atol=0, rtol=0)
 
 
-def test_repeat_kv_noop_and_stride_zero_view():
+def test_repeat_kv_noop_and_the_saving_is_in_the_cache():
+    """MHA pays nothing (repeat_kv returns its input); with GQA the broadcast copy is made per step,
+    while the cache keeps only n_kv heads: the measured cache is n_rep times smaller."""
     x = torch.randn(1, 2, 3, 4)
-    assert repeat_kv(x, 1) is x  # MHA pays nothing
-    view = x[:, :, None].expand(1, 2, 4, 3, 4)
-    assert view.stride(2) == 0 and view.data_ptr() == x.data_ptr()  # expand copies nothing
+    assert repeat_kv(x, 1) is x
+    ids = torch.randint(0, 10, (2, 6))
+    sizes = {}
+    for n_kv in (8, 2):
+        model = DecoderLM(ModelConfig(vocab_size=10, d_model=64, n_layers=2, n_heads=8, n_kv_heads=n_kv, d_ff=16)).eval()
+        with torch.no_grad():
+            out = model(ids, cache=model.new_cache())
+        assert out.cache.keys[0].shape == (2, n_kv, 6, 8)
+        sizes[n_kv] = out.cache.nbytes()
+    assert sizes[8] == 4 * sizes[2]
 
 
 @torch.no_grad()

@@ -1,6 +1,7 @@
 import torch
 import torch.nn.functional as F
 
+from backend.reference.attention import scaled_dot_product_attention
 from backend.reference.masks import (
     and_masks,
     causal_mask,
@@ -52,11 +53,16 @@ def test_additive_is_built_in_score_dtype():
         assert add[0, 1].item() == torch.finfo(dtype).min and add[1, 0].item() == 0
 
 
-def test_fully_masked_row_stays_finite():
-    scores = torch.randn(2, 3)
-    blocked = torch.zeros(2, 3, dtype=torch.bool)
-    assert torch.isfinite((scores + to_additive(blocked, scores.dtype)).softmax(-1)).all()
-    assert torch.isnan((scores + torch.full((2, 3), float("-inf"))).softmax(-1)).all()
+def test_fully_masked_row_is_uniform_not_nan():
+    """to_additive's promise: with finfo.min (not -inf) a row with nothing allowed is uniform, so
+    the book's attention returns the plain mean of the values there instead of NaN."""
+    q, k, v = torch.randn(1, 1, 3, 4), torch.randn(1, 1, 5, 4), torch.randn(1, 1, 5, 4)
+    allowed = torch.ones(3, 5, dtype=torch.bool)
+    allowed[1] = False  # query 1 may see nothing
+    for mask in (allowed, to_additive(allowed, q.dtype)):
+        out, w = scaled_dot_product_attention(q, k, v, mask)
+        assert torch.equal(w[0, 0, 1], torch.full((5,), 0.2))
+        torch.testing.assert_close(out[0, 0, 1], v[0, 0].mean(0))
 
 
 def test_fp32_mask_on_fp16_scores_pitfall():
@@ -66,14 +72,17 @@ def test_fp32_mask_on_fp16_scores_pitfall():
     assert facts["fp32_min_cast_to_fp16"] == float("-inf")  # overflow
 
 
-def test_sdpa_bool_mask_true_means_attend():
-    """Our convention is PyTorch's: in F.scaled_dot_product_attention a True entry takes part."""
-    q = torch.randn(1, 1, 1, 4)
-    k = torch.randn(1, 1, 3, 4)
-    v = torch.eye(3).view(1, 1, 3, 3)
-    only_first = torch.tensor([[True, False, False]])  # (T_q=1, T_kv=3)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=only_first)
-    torch.testing.assert_close(out.flatten(), torch.tensor([1.0, 0.0, 0.0]))
+def test_book_masks_mean_what_sdpa_means():
+    """The docstring's convention (True = may attend, as in F.scaled_dot_product_attention): the
+    book's masks, handed unchanged to the book's attention and to PyTorch's, select the same keys.
+    One-hot values make the selected keys visible in the output."""
+    q, k = torch.randn(2, 1, 4, 8), torch.randn(2, 1, 4, 8)
+    v = torch.eye(4).expand(2, 1, 4, 4)
+    for mask in (causal_mask(4), and_masks(causal_mask(4), padding_mask(torch.tensor([4, 2]), 4)),
+                 and_masks(causal_mask(4), sliding_window_mask(4, window=2))):
+        ours, w = scaled_dot_product_attention(q, k, v, mask)
+        torch.testing.assert_close(ours, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-6, rtol=0)
+        assert torch.equal(ours > 0, mask.expand(2, 1, 4, 4))  # weight exactly where the mask is True
 
 
 # --- added with the masks chapter -----------------------------------------------------------

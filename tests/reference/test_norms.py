@@ -26,10 +26,12 @@ def test_layernorm_matches_functional():
 
 
 def test_rmsnorm_does_not_centre():
-    x = torch.randn(4, 16) + 3.0
-    y = RMSNorm(16)(x)
-    assert (y.mean(-1) > 0.5).all()  # not centred
-    torch.testing.assert_close(y.pow(2).mean(-1).sqrt(), torch.ones(4), atol=1e-4, rtol=0)  # unit RMS
+    """By hand: x = (1, 7) has RMS sqrt((1 + 49) / 2) = 5, so RMSNorm gives (0.2, 1.4), mean 0.8, not 0;
+    a constant row c (c, c, c) becomes (1, 1, 1), where LayerNorm would give zeros."""
+    x = torch.tensor([[1.0, 7.0]], dtype=torch.float64)
+    torch.testing.assert_close(RMSNorm(2, eps=0.0).double()(x), torch.tensor([[0.2, 1.4]], dtype=torch.float64))
+    c = torch.full((1, 3), 4.0, dtype=torch.float64)
+    torch.testing.assert_close(RMSNorm(3, eps=0.0).double()(c), torch.ones(1, 3, dtype=torch.float64))
 
 
 def test_rmsnorm_upcasts_the_reduction_in_bf16():

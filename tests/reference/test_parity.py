@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from backend.reference import llama_compare
+from backend.reference.config import ModelConfig
+from backend.reference.llama_compare import ParityReport, compare
 from backend.reference.parity import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +43,42 @@ def test_main_within_tolerance(capsys, extra):
     assert result["max_abs_logit_diff"] <= 1e-5
     assert result["abs_loss_diff"] <= 1e-5
     assert result["max_abs_cached_logit_diff"] <= 1e-5
+    assert result["max_abs_padded_logit_diff"] <= 1e-5
+    assert result["max_abs_attention_diff"] <= 1e-6
     assert result["n_params"] == result["hf_n_params"]
+
+
+def test_comparison_is_a_function_returning_a_report():
+    """What a widget calls: no argparse, no printing; a dataclass whose dict ends in max_abs_logit_diff."""
+    config = ModelConfig(vocab_size=61, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, d_ff=48, max_seq_len=8)
+    report = compare(config, seed=2, seq_len=8, batch=3)
+    assert isinstance(report, ParityReport) and report.ok
+    d = report.to_dict()
+    assert list(d)[-1] == "max_abs_logit_diff" and d["config"] == config.to_dict()
+    assert max(report.max_abs_logit_diff, report.max_abs_cached_logit_diff, report.max_abs_padded_logit_diff) <= 1e-5
+
+
+def test_attention_difference_alone_fails_the_check(capsys, monkeypatch):
+    """ok also covers the attention weights: with every logit within tolerance, an attention
+    difference above its tolerance (forced here by a negative tolerance) turns ok off and exits 1."""
+    monkeypatch.setattr(llama_compare, "ATTENTION_TOLERANCE", -1.0)
+    code, result = run_main(capsys, TINY)
+    assert code == 1 and not result["ok"]
+    assert result["max_abs_logit_diff"] <= result["tolerance"] and result["abs_loss_diff"] <= 1e-5
+
+
+def test_a_real_mismatch_exits_1(capsys, monkeypatch):
+    """Give transformers a different RoPE base than the book's model: the logits part and exit 1 follows."""
+    original = llama_compare.hf_config
+
+    def wrong_theta(config):
+        return original(config.replace(rope_theta=config.rope_theta * 2))
+
+    monkeypatch.setattr(llama_compare, "hf_config", wrong_theta)
+    code, result = run_main(capsys, TINY)
+    assert code == 1 and not result["ok"]
+    assert result["max_abs_logit_diff"] > result["tolerance"]
+    assert result["max_abs_attention_diff"] > result["attention_tolerance"]
 
 
 @pytest.mark.parametrize(
