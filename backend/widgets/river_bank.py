@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from backend.reference import river_bank as rb
-from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.widgets.spec import Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
 CUSTOM = "custom"
@@ -56,17 +56,12 @@ TIE = 1e-12  # |water - money| below this is a tie: it happens exactly when the 
 
 
 def neighbour_vector(params: dict) -> tuple[float, ...]:
-    """The neighbour's four numbers, refusing a custom slider moved while a named word is chosen
-    (the page would then show numbers that the figure does not use)."""
+    """The middle word's four numbers. The custom sliders define the custom word; it sits in the
+    sentence only when the neighbour word is custom, so with river or savings chosen the sliders
+    keep their values (for switching back) and the summary says they are not in play."""
     name = params["neighbour"]
     if name == CUSTOM:
         return tuple(params[p] for p, _ in CUSTOM_PARAMS)
-    for p, default in CUSTOM_PARAMS:
-        if params[p] != default:
-            label = SPEC.param(p).label
-            raise ParamError(
-                f"'{label}' is used only when the neighbour word is custom: choose custom to "
-                f"use your own numbers, or set it back to {default:g} to keep '{name}'.", p)
     return rb.WORDS[name]
 
 
@@ -102,6 +97,8 @@ def compute(params: dict) -> dict:
         "leans": leans,
         "moved": (step.after - step.before).norm().item(),
         "matrix": matrix.tolist(),
+        "custom_in_play": name == CUSTOM,
+        "custom_moved": any(params[p] != d for p, d in CUSTOM_PARAMS),
     }
     return {"values": values, "figure": _figure(values, params["scaled"]),
             "summary": _summary(values, params["scaled"]), "table": _table(values, params["scaled"])}
@@ -113,7 +110,9 @@ def _summary(v: dict, scaled: bool) -> str:
     return (f"In 'the {n} bank', with the scores {how}, bank gives weight {w[0]:.3f} to {t}, "
             f"{w[1]:.3f} to {n} and {w[2]:.3f} to itself. It moves from water "
             f"{v['bank_before']['water']:.2f}, money {v['bank_before']['money']:.2f} to water "
-            f"{v['water_after']:.2f}, money {v['money_after']:.2f}: it leans {v['leans']}.")
+            f"{v['water_after']:.2f}, money {v['money_after']:.2f}: it leans {v['leans']}."
+            + ("" if v["custom_in_play"] or not v["custom_moved"] else
+               " The custom word's sliders are not used while a named word is chosen."))
 
 
 def _cell(x: float, fmt: str) -> str:
