@@ -85,6 +85,7 @@ def compute(params: dict) -> dict:
         "exps": step.exps.tolist(),
         "exp_sum": step.exps.sum().item(),
         "weights": weights,
+        "weight_sum": sum(weights),
         "weight_the": weights[0],
         "weight_neighbour": weights[1],
         "weight_bank": weights[2],
@@ -97,6 +98,7 @@ def compute(params: dict) -> dict:
         "leans": leans,
         "moved": (step.after - step.before).norm().item(),
         "matrix": matrix.tolist(),
+        "score_matrix": (words @ words.T).tolist(),   # X X^T: every word's step 1 at once
         "custom_in_play": name == CUSTOM,
         "custom_moved": any(params[p] != d for p, d in CUSTOM_PARAMS),
     }
