@@ -29,7 +29,7 @@ SPEC = WidgetSpec(
               help="The middle word of 'the ___ bank'. Choose custom to type its four numbers."),
         Param("scaled", "divide by √d", "bool", default=True,
               help="Divide the scores by √d = √4 = 2 before the softmax, as attention does."),
-        *(Param(name, f"custom word: {name}", "float", default=default, min=-3.0, max=3.0,
+        *(Param(name, f"custom: {name}", "float", default=default, min=-3.0, max=3.0,
                 step=0.1, help=f"The custom neighbour's '{name}' number; used only when the "
                                "neighbour word is custom.")
           for name, default in CUSTOM_PARAMS),

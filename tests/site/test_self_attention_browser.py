@@ -129,3 +129,36 @@ def test_phone_layout_stacks_the_panels(browser, server):
         assert overflow <= 0
     finally:
         context.close()
+
+
+# ------------------------------------------------------------ the built pages themselves
+
+def test_built_chapter_has_computed_numbers_and_real_source(built_site):
+    from backend.widgets import river_bank
+
+    html = (built_site / "chapters/self-attention/index.html").read_text(encoding="utf-8")
+    v = river_bank.compute(river_bank.SPEC.defaults())["values"]
+    assert "{{" not in html, "an unexpanded value() call reached the page"
+    for cell in (f"{v['weights'][0]:.3f}", f"{v['exp_sum']:.2f}", f"{v['exps'][2]:.2f}"):
+        assert f"<td>{cell}</td>" in html
+    assert "bank_in_context" in html and "every_word_in_context" in html and "--8&lt;--" not in html
+    assert 'data-widget="river_bank"' in html
+
+
+def test_notebook_ran_standalone_and_links_to_its_chapter(built_site):
+    import json
+    import re
+
+    from tests.conftest import ROOT
+
+    page = built_site / "exercises/llm101-03-self-attention/index.html"
+    html = page.read_text(encoding="utf-8")
+    assert "fused attention gives bank" in html and "bank after : water 1.73" in html  # cells ran
+    assert html.count("Plotly.newPlot") >= 1
+    for href in re.findall(r'href="(\.\./\.\./chapters/[^"#]+)"', html):
+        assert (page.parent / href / "index.html").resolve().is_file(), href
+    nb = json.loads((ROOT / "docs/exercises/llm101-03-self-attention.ipynb").read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    imported = set(re.findall(r"^(?:from|import) (\w+)", code, re.M))
+    assert imported <= {"math", "torch", "plotly", "IPython", "numpy"}, imported
+    assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
