@@ -15,6 +15,8 @@ import importlib
 from types import ModuleType
 
 _MODULES = (  # in the order the book meets them
+    "sequential_vs_parallel",
+    "river_bank",
     "attention_scaling",
     "causal_mask",
     "multi_head",
