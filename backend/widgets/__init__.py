@@ -17,6 +17,7 @@ from types import ModuleType
 _MODULES = (
     "attention_scaling",
     "attention_map",
+    "sequential_vs_parallel",
 )
 
 
