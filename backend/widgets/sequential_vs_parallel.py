@@ -223,7 +223,7 @@ def _figure(T, d, factor, v, curve) -> dict:
     layout = base_layout(
         height=420,
         xaxis={"domain": [0, 0.42]},
-        yaxis={"type": "log", "title": {"text": "wall-clock time (ms)"}},
+        yaxis={"type": "log", "dtick": "D2", "title": {"text": "wall-clock time (ms)"}},
         xaxis2={"domain": [0.58, 1], "anchor": "y2",
                 "title": {"text": "steps the gradient travels back"}},
         yaxis2={"anchor": "x2", "type": "log", "exponentformat": "power",

@@ -189,3 +189,13 @@ def test_the_figure_leaves_the_theme_to_the_page():
     for key in ("paper_bgcolor", "plot_bgcolor", "#fff", "#000", "white", "black"):
         assert key not in text
     assert fig["layout"]["yaxis"]["type"] == "log"
+
+
+def test_every_run_is_drawn_beside_its_median():
+    out = w.compute(w.SPEC.resolve({"length": 8, "width": 16}))
+    v, data = out["values"], out["figure"]["data"]
+    dots = {t["name"]: t["y"] for t in data if t["type"] == "scatter" and "each run" in t["name"]}
+    assert dots == {"one after another, each run": v["runs_sequential"],
+                    "all at once, each run": v["runs_parallel"]}
+    bars = [t["y"][0] for t in data if t["type"] == "bar"]
+    assert bars == [v["ms_sequential"], v["ms_parallel"]]
