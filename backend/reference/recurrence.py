@@ -1,0 +1,121 @@
+"""A recurrent network, and why its steps cannot run at the same time.
+
+An RNN (Elman, 1990) reads one token per step and carries a hidden state h from each step to
+the next: h_t = tanh(h_{t-1} W_h + x_t W_x + b). Step t needs step t-1's output, so the T steps
+of a sequence run one after another, whatever the hardware. The same arithmetic with the
+previous states known in advance is one matrix product over all T positions, which is the shape
+of work a Transformer layer does during training. And on the way back, a gradient crossing T
+steps is multiplied by one factor per step, so it shrinks or grows geometrically (Bengio,
+Simard and Frasconi, 1994).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+
+# --8<-- [start:rnn_step]
+def rnn_step(h: torch.Tensor, x: torch.Tensor, W_h: torch.Tensor, W_x: torch.Tensor,
+             b: torch.Tensor) -> torch.Tensor:
+    """One step of the recurrence: the new state from the old state and one input."""
+    # h: (d_h,)  x: (d_x,)  W_h: (d_h, d_h)  W_x: (d_x, d_h)  b: (d_h,)
+    return torch.tanh(h @ W_h + x @ W_x + b)                      # (d_h,)
+# --8<-- [end:rnn_step]
+
+
+# --8<-- [start:one_after_another]
+def one_after_another(X: torch.Tensor, W_h: torch.Tensor, W_x: torch.Tensor, b: torch.Tensor,
+                      h0: torch.Tensor | None = None) -> torch.Tensor:
+    """Run the RNN over a whole sequence; returns every state h_1 .. h_T."""
+    T, d_h = X.shape[0], W_h.shape[0]                             # X: (T, d_x)
+    h = torch.zeros(d_h, dtype=X.dtype, device=X.device) if h0 is None else h0
+    states = []
+    for t in range(T):
+        h = rnn_step(h, X[t], W_h, W_x, b)                        # waits for step t-1
+        states.append(h)
+    return torch.stack(states)                                    # (T, d_h)
+# --8<-- [end:one_after_another]
+
+
+# --8<-- [start:all_at_once]
+def all_at_once(H_prev: torch.Tensor, X: torch.Tensor, W_h: torch.Tensor, W_x: torch.Tensor,
+                b: torch.Tensor) -> torch.Tensor:
+    """The same T updates when every previous state is already known: no step waits."""
+    # H_prev: (T, d_h), row t is the state before step t;  X: (T, d_x)
+    return torch.tanh(H_prev @ W_h + X @ W_x + b)                 # (T, d_h)
+# --8<-- [end:all_at_once]
+
+
+# --8<-- [start:gradient_product]
+def gradient_through_steps(factor: float, steps: int) -> list[float]:
+    """d h_t / d h_0 for t = 0 .. steps, when each step scales the gradient by `factor`.
+
+    The chain rule multiplies one local derivative d h_t / d h_{t-1} per step; for the
+    recurrence h_t = factor * h_{t-1} every one of them is `factor`."""
+    local = torch.full((steps,), factor, dtype=torch.float64)    # (steps,) one per step
+    running = torch.cumprod(local, dim=0)                         # (steps,) product so far
+    return [1.0] + running.tolist()                               # t = 0 needs no product
+# --8<-- [end:gradient_product]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock milliseconds of repeated runs of both versions, interleaved."""
+
+    sequential_ms: tuple[float, ...]
+    parallel_ms: tuple[float, ...]
+
+    @property
+    def ms_sequential(self) -> float:
+        return statistics.median(self.sequential_ms)
+
+    @property
+    def ms_parallel(self) -> float:
+        return statistics.median(self.parallel_ms)
+
+    @property
+    def speedup(self) -> float:
+        return self.ms_sequential / self.ms_parallel
+
+
+def random_problem(length: int, width: int, generator: torch.Generator, device: str = "cpu",
+                   dtype: torch.dtype = torch.float32):
+    """Inputs, previous states and weights of one sequence, scaled so tanh does not saturate."""
+    def draw(*shape, scale=1.0):
+        return torch.randn(*shape, generator=generator, dtype=dtype).to(device) * scale
+    X = draw(length, width)                                       # (T, d)
+    H_prev = torch.tanh(draw(length, width))                      # (T, d), like real states
+    W_h = draw(width, width, scale=width ** -0.5)                 # (d, d)
+    W_x = draw(width, width, scale=width ** -0.5)                 # (d, d)
+    b = torch.zeros(width, dtype=dtype).to(device)                # (d,)
+    return X, H_prev, W_h, W_x, b
+
+
+# --8<-- [start:timing]
+def time_both(X, H_prev, W_h, W_x, b, repeats: int = 5, warmup: int = 1) -> Timing:
+    """Time the loop and the single product on the same numbers, alternating runs so a burst
+    of load elsewhere on the machine hits both. GPU work is asynchronous: synchronise before
+    reading the clock, or the clock measures only the launch."""
+    sync = torch.cuda.synchronize if X.device.type == "cuda" else (lambda: None)
+
+    def clock(fn) -> float:
+        sync()
+        start = time.perf_counter()
+        fn()
+        sync()
+        return (time.perf_counter() - start) * 1000
+
+    seq, par = [], []
+    with torch.no_grad():
+        for i in range(warmup + repeats):
+            s = clock(lambda: one_after_another(X, W_h, W_x, b))
+            p = clock(lambda: all_at_once(H_prev, X, W_h, W_x, b))
+            if i >= warmup:  # the first runs pay for allocation and kernel start-up
+                seq.append(s)
+                par.append(p)
+    return Timing(tuple(seq), tuple(par))
+# --8<-- [end:timing]

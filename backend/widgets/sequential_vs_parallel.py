@@ -1,0 +1,247 @@
+"""Widget: the same matrix work done one step after another (an RNN) and all at once.
+
+Times `backend.reference.recurrence.one_after_another` (T dependent steps) against
+`all_at_once` (one product over all T positions) on the server's own device, and shows the
+gradient product a recurrence multiplies along those T steps on the way back.
+
+Timings are real measurements, so they are taken one at a time on the whole host: an
+exclusive `flock` on a lock file serialises them across threads and across gunicorn worker
+processes, so two readers' timings never share the machine. A request that cannot get the
+lock within `LOCK_WAIT_SECONDS` gets the app's busy error (503, with Retry-After).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from functools import lru_cache
+
+import torch
+from werkzeug.exceptions import ServiceUnavailable
+
+from backend import device
+from backend.reference import recurrence
+from backend.widgets.spec import Output, Param, WidgetSpec
+from backend.widgets.style import COLORS, base_layout
+
+SPEC = WidgetSpec(
+    name="sequential_vs_parallel",
+    title="One step after another, or all at once",
+    description="Wall-clock time of an RNN's T dependent steps against the same arithmetic "
+                "as one matrix product, and the gradient product along T steps.",
+    params=(
+        Param("length", "sequence length T", "int", default=100, min=1, max=1024, step=1,
+              scale="log2", unit="steps",
+              help="How many tokens the sequence has: steps for the loop, rows for the product."),
+        Param("width", "hidden width d", "int", default=256, min=16, max=512, step=1,
+              scale="log2",
+              help="Size of the hidden state; each step multiplies it by two d × d matrices."),
+        Param("factor", "per-step gradient factor", "float", default=0.9, min=0.5, max=1.5,
+              step=0.01,
+              help="What one step multiplies the gradient by on its way back (right panel)."),
+    ),
+    outputs=(
+        Output("ms_sequential", "one after another (median)", ".3g", "ms"),
+        Output("ms_parallel", "all at once (median)", ".3g", "ms"),
+        Output("speedup", "speed-up", ".1f", "×"),
+        Output("gradient_product", "gradient after T steps", ".3g"),
+        Output("measured_on", "measured on", ""),
+    ),
+    # Baked for readers without the API: a sweep of lengths at the default width, a few widths,
+    # and the per-step factors the chapter names. Factor changes reuse one timing.
+    bake=tuple({"length": 4 ** i} for i in range(6))
+    + tuple({"width": w} for w in (16, 64, 512))
+    + tuple({"factor": f} for f in (0.5, 0.99, 1.0, 1.01, 1.1, 1.5)),
+    cost_hint="heavy",
+)
+
+# Work per request: T steps of two (d, d) products, at most 2**28 multiply-adds per version per
+# run (T = 1024, d = 512: about half a second of timing in all on one CPU thread). The slider
+# ranges stay inside this budget at every corner, checked below, so no setting is refused.
+MAX_WORK = 2 ** 28
+REPEAT_WORK = 2 ** 26          # small problems get more repeats (5 .. 25), big ones fewer
+LOCK_WAIT_SECONDS = 10.0
+LOCK_PATH = os.environ.get("BOOK_TIMING_LOCK") or os.path.join(tempfile.gettempdir(),
+                                                                "book-timing.lock")
+DTYPE = torch.float32
+MAX_CURVE_POINTS = 65          # points per gradient curve, whatever T (a straight line on log y)
+
+
+def _max_work_of_ranges() -> int:
+    return int(SPEC.param("length").max) * int(SPEC.param("width").max) ** 2
+
+
+assert _max_work_of_ranges() <= MAX_WORK, "widen MAX_WORK only after timing the new corner"
+
+
+def repeats_for(length: int, width: int) -> int:
+    return min(25, max(5, REPEAT_WORK // (length * width * width)))
+
+
+@contextmanager
+def timing_lock(wait: float | None = None, path: str | None = None):
+    """Hold the host-wide timing lock, or raise the app's busy error after `wait` seconds.
+
+    `flock` locks belong to an open file, so separate opens exclude each other whether they
+    come from two threads of one worker or from two workers."""
+    wait = LOCK_WAIT_SECONDS if wait is None else wait
+    fd = os.open(path or LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    exc = ServiceUnavailable("the server is busy timing another reader's "
+                                             "request; try again in a moment")
+                    exc.retry_after = 2
+                    raise exc from None
+                time.sleep(0.005)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _one_cpu_thread(dev: str):
+    """On a CPU, time on one intra-op thread: the gap then comes from the shape of the work
+    (one big product against T small dependent ones), not from how many cores are free."""
+    if dev != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def measured_on() -> str:
+    dev = device.device()
+    where = device.describe() if dev != "cpu" else "cpu (1 thread)"
+    return f"{where}, {str(DTYPE).replace('torch.', '')}, torch {torch.__version__}"
+
+
+@lru_cache(maxsize=64)
+def measure(length: int, width: int) -> recurrence.Timing:
+    """One timing per (T, d) per worker: moving the factor slider re-times nothing."""
+    dev = device.device()
+    g = torch.Generator().manual_seed(0)
+    problem = recurrence.random_problem(length, width, g, dev, DTYPE)
+    with timing_lock(), _one_cpu_thread(dev):
+        return recurrence.time_both(*problem, repeats=repeats_for(length, width), warmup=2)
+
+
+def compute(params: dict) -> dict:
+    T, d, factor = params["length"], params["width"], params["factor"]
+    timing = measure(T, d)
+    curve = recurrence.gradient_through_steps(factor, T)
+    values = {
+        "ms_sequential": timing.ms_sequential,
+        "ms_parallel": timing.ms_parallel,
+        "speedup": timing.speedup,
+        "runs_sequential": list(timing.sequential_ms),
+        "runs_parallel": list(timing.parallel_ms),
+        "spread_sequential": max(timing.sequential_ms) - min(timing.sequential_ms),
+        "spread_parallel": max(timing.parallel_ms) - min(timing.parallel_ms),
+        "repeats": len(timing.sequential_ms),
+        "gradient_product": curve[-1],
+        "measured_on": measured_on(),
+        "device": device.device(),
+        "dtype": str(DTYPE).replace("torch.", ""),
+        "torch": torch.__version__,
+    }
+    return {
+        "values": values,
+        "figure": _figure(T, d, factor, values, curve),
+        "summary": _summary(T, d, factor, values),
+        "table": _table(values),
+    }
+
+
+def _ms(x: float) -> str:
+    return f"{x:.3g} ms"
+
+
+def _summary(T, d, factor, v) -> str:
+    return (f"At {T} steps of width {d}, the loop took {_ms(v['ms_sequential'])} and the single "
+            f"product {_ms(v['ms_parallel'])} (medians of {v['repeats']} runs on "
+            f"{v['measured_on']}), a speed-up of {v['speedup']:.1f}×. A gradient multiplied by "
+            f"{factor:g} at each of the {T} steps ends at {v['gradient_product']:.3g}.")
+
+
+def _table(v) -> dict:
+    rows = [["one after another", f"{v['ms_sequential']:.3g}",
+             f"{min(v['runs_sequential']):.3g} to {max(v['runs_sequential']):.3g}"],
+            ["all at once", f"{v['ms_parallel']:.3g}",
+             f"{min(v['runs_parallel']):.3g} to {max(v['runs_parallel']):.3g}"]]
+    return {"caption": f"Wall-clock time in ms, {v['repeats']} runs each, on {v['measured_on']}",
+            "columns": ["version", "median (ms)", "fastest to slowest run (ms)"], "rows": rows}
+
+
+def _figure(T, d, factor, v, curve) -> dict:
+    seq, par = v["runs_sequential"], v["runs_parallel"]
+    names = ["one after another", "all at once"]
+    colors = [COLORS["unscaled"], COLORS["scaled"]]
+    data = []
+    for name, runs, med, color in zip(names, (seq, par), (v["ms_sequential"], v["ms_parallel"]),
+                                      colors):
+        data.append({"type": "bar", "x": [name], "y": [med], "name": f"{name} (median)",
+                     "marker": {"color": color}, "showlegend": False,
+                     "error_y": {"type": "data", "symmetric": False,
+                                 "array": [max(runs) - med], "arrayminus": [med - min(runs)]},
+                     "hovertemplate": "%{x}: median %{y:.3g} ms<extra></extra>"})
+        data.append({"type": "scatter", "mode": "markers", "x": [name] * len(runs), "y": runs,
+                     "name": f"{name}, each run", "showlegend": False,
+                     "marker": {"color": COLORS["guide"], "size": 5},
+                     "hovertemplate": "one run: %{y:.3g} ms<extra></extra>"})
+    stride = max(1, math.ceil(len(curve) / MAX_CURVE_POINTS))
+    steps = list(range(0, len(curve), stride))
+    if steps[-1] != len(curve) - 1:
+        steps.append(len(curve) - 1)
+    for f, color, dash, label in ((0.9, COLORS["guide"], "dot", "0.9 per step"),
+                                  (1.1, COLORS["guide"], "dash", "1.1 per step")):
+        if abs(f - factor) > 1e-9:
+            data.append({"type": "scatter", "mode": "lines", "x": steps,
+                         "y": [f ** t for t in steps], "name": label,
+                         "line": {"color": color, "dash": dash}, "xaxis": "x2", "yaxis": "y2",
+                         "hoverinfo": "skip"})
+    data.append({"type": "scatter", "mode": "lines", "x": steps, "y": [curve[t] for t in steps],
+                 "name": f"{factor:g} per step", "line": {"color": COLORS["accent"], "width": 3},
+                 "xaxis": "x2", "yaxis": "y2",
+                 "hovertemplate": "after %{x} steps: %{y:.3g}<extra></extra>"})
+    layout = base_layout(
+        height=420,
+        xaxis={"domain": [0, 0.42]},
+        yaxis={"type": "log", "dtick": "D2", "title": {"text": "wall-clock time (ms)"}},
+        xaxis2={"domain": [0.58, 1], "anchor": "y2",
+                "title": {"text": "steps the gradient travels back"}},
+        yaxis2={"anchor": "x2", "type": "log", "exponentformat": "power",
+                "title": {"text": "gradient multiplier"}},
+        annotations=[
+            {"text": f"T = {T}, d = {d}: {v['speedup']:.1f}× faster at once", "showarrow": False,
+             "x": 0.21, "y": 1.08, "xref": "paper", "yref": "paper", "xanchor": "center"},
+            {"text": f"{factor:g}<sup>{T}</sup> = {v['gradient_product']:.3g}",
+             "showarrow": False, "x": 0.79, "y": 1.08, "xref": "paper", "yref": "paper",
+             "xanchor": "center"},
+        ],
+    )
+    narrow = {
+        "height": 700,
+        "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.62, 1]},
+        "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.38]},
+        "legend": {"y": -0.12},
+        "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
+                        {**layout["annotations"][1], "x": 0.5, "y": 0.43}],
+    }
+    return {"data": data, "layout": layout, "narrow": narrow}

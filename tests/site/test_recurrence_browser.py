@@ -1,0 +1,91 @@
+"""The recurrence chapter in Chromium: baked timings drawn, then re-measured live."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHAPTER = "/chapters/recurrence/"
+WIDGET = '[data-widget="sequential_vs_parallel"]'
+
+
+def value_text(page, name):
+    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
+
+
+def wait_live_and(page, js_condition):
+    page.wait_for_function(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        return w.dataset.source === 'live' && ({js_condition});
+    }}""", timeout=30_000)
+
+
+def test_the_widget_draws_and_both_panels_follow_the_controls(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    page.wait_for_selector(".katex", timeout=20_000)
+    assert "cpu" in value_text(page, "measured_on")
+    assert float(value_text(page, "speedup").split()[0]) > 0
+    first_ms = value_text(page, "ms_sequential")
+
+    # The factor slider: the right panel and the gradient value follow; 1.1 over 100 steps.
+    box = page.locator(f'{WIDGET} input[name="factor-value"]')
+    box.fill("1.1")
+    box.dispatch_event("change")
+    wait_live_and(page, """w.querySelector('.tw-plot').data
+        .some(t => t.name === '1.1 per step' && t.line && t.line.width === 3)""")
+    assert value_text(page, "gradient_product").split()[0] in ("1.38e+4", "13800", "1.38e4")
+
+    # The length: a new measurement, drawn with its length in the title of the left panel.
+    box = page.locator(f'{WIDGET} input[name="length-value"]')
+    box.fill("512")
+    box.dispatch_event("change")
+    wait_live_and(page, """w.querySelector('.tw-plot').layout.annotations[0].text
+        .startsWith('T = 512,')""")
+    assert value_text(page, "ms_sequential") != first_ms
+    assert page.locator(f'{WIDGET} input[type=range][name="length"]').count() == 1
+    assert page.console_errors == []
+
+
+def test_a_width_outside_the_range_is_refused_in_words(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    box = page.locator(f'{WIDGET} input[name="width-value"]')
+    box.fill("5000")
+    box.dispatch_event("change")
+    page.wait_for_function(f"""() => document.querySelector('{WIDGET}').innerText
+        .includes('from 16 to 512')""", timeout=20_000)
+
+
+def test_with_the_api_blocked_the_baked_timings_are_drawn(page, server):
+    page.route("**/api/**", lambda route: route.abort())
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    box = page.locator(f'{WIDGET} input[name="length-value"]')
+    box.fill("1024")  # one of the baked lengths
+    box.dispatch_event("change")
+    page.wait_for_function(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        return w.dataset.source === 'precomputed' &&
+            w.querySelector('.tw-plot').layout.annotations[0].text.startsWith('T = 1024,');
+    }}""", timeout=20_000)
+    assert "cpu" in value_text(page, "measured_on")
+
+
+def test_a_shared_link_sets_the_controls_and_a_phone_gets_stacked_panels(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        page.goto(server + CHAPTER + "?sequential_vs_parallel.length=256"
+                  "&sequential_vs_parallel.factor=1.01")
+        wait_live_and(page, """w.querySelector('.tw-plot').layout.annotations[0].text
+            .startsWith('T = 256,')""")
+        assert page.locator(f'{WIDGET} input[name="factor-value"]').input_value() == "1.01"
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        domain = page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot')
+            .layout.xaxis2.domain""")
+        assert overflow <= 0 and domain == [0, 1]
+    finally:
+        context.close()
