@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import torch
 
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_module

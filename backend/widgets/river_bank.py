@@ -107,7 +107,7 @@ def compute(params: dict) -> dict:
 
 
 def _summary(v: dict, scaled: bool) -> str:
-    w, (t, n, b) = v["weights"], v["words"]
+    w, (t, n, _) = v["weights"], v["words"]
     how = "divided by √4 = 2" if scaled else "not divided"
     return (f"In 'the {n} bank', with the scores {how}, bank gives weight {w[0]:.3f} to {t}, "
             f"{w[1]:.3f} to {n} and {w[2]:.3f} to itself. It moves from water "

@@ -4,27 +4,19 @@ Times `backend.reference.recurrence.one_after_another` (T dependent steps) again
 `all_at_once` (one product over all T positions) on the server's own device, and shows the
 gradient product a recurrence multiplies along those T steps on the way back.
 
-Timings are real measurements, so they are taken one at a time on the whole host: an
-exclusive `flock` on a lock file serialises them across threads and across gunicorn worker
-processes, so two readers' timings never share the machine. A request that cannot get the
-lock within `LOCK_WAIT_SECONDS` gets the app's busy error (503, with Retry-After).
+Timings are taken one at a time on the whole host (`measure.timing_lock`).
 """
 
 from __future__ import annotations
 
-import fcntl
 import math
-import os
-import tempfile
-import time
-from contextlib import contextmanager
 from functools import lru_cache
 
 import torch
-from werkzeug.exceptions import ServiceUnavailable
 
 from backend import device
 from backend.reference import recurrence
+from backend.widgets import measure as measure_lib
 from backend.widgets.spec import Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
@@ -64,9 +56,6 @@ SPEC = WidgetSpec(
 # ranges stay inside this budget at every corner, checked below, so no setting is refused.
 MAX_WORK = 2 ** 28
 REPEAT_WORK = 2 ** 26          # small problems get more repeats (5 .. 25), big ones fewer
-LOCK_WAIT_SECONDS = 10.0
-LOCK_PATH = os.environ.get("BOOK_TIMING_LOCK") or os.path.join(tempfile.gettempdir(),
-                                                                "book-timing.lock")
 DTYPE = torch.float32
 MAX_CURVE_POINTS = 65          # points per gradient curve, whatever T (a straight line on log y)
 
@@ -82,54 +71,8 @@ def repeats_for(length: int, width: int) -> int:
     return min(25, max(5, REPEAT_WORK // (length * width * width)))
 
 
-@contextmanager
-def timing_lock(wait: float | None = None, path: str | None = None):
-    """Hold the host-wide timing lock, or raise the app's busy error after `wait` seconds.
-
-    `flock` locks belong to an open file, so separate opens exclude each other whether they
-    come from two threads of one worker or from two workers."""
-    wait = LOCK_WAIT_SECONDS if wait is None else wait
-    fd = os.open(path or LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    exc = ServiceUnavailable("the server is busy timing another reader's "
-                                             "request; try again in a moment")
-                    exc.retry_after = 2
-                    raise exc from None
-                time.sleep(0.005)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def _one_cpu_thread(dev: str):
-    """On a CPU, time on one intra-op thread: the gap then comes from the shape of the work
-    (one big product against T small dependent ones), not from how many cores are free."""
-    if dev != "cpu":
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def measured_on() -> str:
-    dev = device.device()
-    where = device.describe() if dev != "cpu" else "cpu (1 thread)"
-    return f"{where}, {str(DTYPE).replace('torch.', '')}, torch {torch.__version__}"
+    return measure_lib.measured_on(DTYPE)
 
 
 @lru_cache(maxsize=64)
@@ -138,7 +81,7 @@ def measure(length: int, width: int) -> recurrence.Timing:
     dev = device.device()
     g = torch.Generator().manual_seed(0)
     problem = recurrence.random_problem(length, width, g, dev, DTYPE)
-    with timing_lock(), _one_cpu_thread(dev):
+    with measure_lib.timing_lock(), measure_lib.one_cpu_thread(dev):
         return recurrence.time_both(*problem, repeats=repeats_for(length, width), warmup=2)
 
 

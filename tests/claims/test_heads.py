@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from backend.reference.head_cost import attention_cost
 from backend.widgets import multi_head as mh
 
 ROOT = Path(__file__).resolve().parents[2]

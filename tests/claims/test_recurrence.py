@@ -11,12 +11,13 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from backend.reference import recurrence as r
+from backend.widgets import measure
 from backend.widgets import sequential_vs_parallel as w
 
 
 @pytest.fixture(autouse=True)
 def private_lock(tmp_path, monkeypatch):
-    monkeypatch.setattr(w, "LOCK_PATH", str(tmp_path / "timing.lock"))
+    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
 
 
 def values(**params):

@@ -15,6 +15,7 @@ import torch
 from werkzeug.exceptions import ServiceUnavailable
 
 from backend.reference import recurrence
+from backend.widgets import measure
 from backend.widgets import sequential_vs_parallel as w
 
 URL = "/api/widgets/sequential_vs_parallel"
@@ -23,7 +24,7 @@ URL = "/api/widgets/sequential_vs_parallel"
 @pytest.fixture(autouse=True)
 def private_lock(tmp_path, monkeypatch):
     """Each test times under its own lock file and starts with no remembered timings."""
-    monkeypatch.setattr(w, "LOCK_PATH", str(tmp_path / "timing.lock"))
+    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
     w.measure.cache_clear()
     yield
     w.measure.cache_clear()
@@ -96,19 +97,19 @@ def test_the_lock_excludes_another_thread_and_gives_up_after_the_wait():
 
     def contender():
         try:
-            with w.timing_lock(wait=0.2):
+            with measure.timing_lock(wait=0.2):
                 pass
         except ServiceUnavailable as exc:
             errors.append(exc)
 
-    with w.timing_lock():
+    with measure.timing_lock():
         t = threading.Thread(target=contender)
         start = time.monotonic()
         t.start()
         t.join(5)
         waited = time.monotonic() - start
     assert len(errors) == 1 and errors[0].retry_after == 2 and 0.2 <= waited < 2
-    with w.timing_lock(wait=0.2):  # released: free again
+    with measure.timing_lock(wait=0.2):  # released: free again
         pass
 
 
@@ -123,8 +124,8 @@ time.sleep(30)
 
 def test_another_process_holding_the_lock_makes_the_api_answer_503(client, monkeypatch):
     """What a second gunicorn worker timing at the same moment looks like to this one."""
-    monkeypatch.setattr(w, "LOCK_WAIT_SECONDS", 0.3)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, w.LOCK_PATH],
+    monkeypatch.setattr(measure, "LOCK_WAIT_SECONDS", 0.3)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, measure.LOCK_PATH],
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"

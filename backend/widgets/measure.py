@@ -1,0 +1,76 @@
+"""What every measured widget shares: one timing at a time on the whole host, on a stated device.
+
+Timings are real measurements, so two readers' timings must never share the machine. An
+exclusive `flock` on one lock file serialises them across threads and across gunicorn worker
+processes; a request that cannot get the lock within `LOCK_WAIT_SECONDS` gets the app's busy
+error (503, with Retry-After). On a CPU a timing runs on one intra-op thread, so a result
+depends on the shape of the work, not on how many cores happen to be free.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+
+import torch
+from werkzeug.exceptions import ServiceUnavailable
+
+from backend import device
+
+LOCK_WAIT_SECONDS = 10.0
+LOCK_PATH = os.environ.get("BOOK_TIMING_LOCK") or os.path.join(tempfile.gettempdir(),
+                                                                "book-timing.lock")
+
+
+@contextmanager
+def timing_lock(wait: float | None = None, path: str | None = None):
+    """Hold the host-wide timing lock, or raise the app's busy error after `wait` seconds.
+
+    `flock` locks belong to an open file, so separate opens exclude each other whether they
+    come from two threads of one worker or from two workers."""
+    wait = LOCK_WAIT_SECONDS if wait is None else wait
+    fd = os.open(path or LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    exc = ServiceUnavailable("the server is busy timing another reader's "
+                                             "request; try again in a moment")
+                    exc.retry_after = 2
+                    raise exc from None
+                time.sleep(0.005)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def one_cpu_thread(dev: str):
+    """On a CPU, time on one intra-op thread: the gap then comes from the shape of the work
+    (one big product against T small dependent ones), not from how many cores are free."""
+    if dev != "cpu":
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def measured_on(dtype: torch.dtype) -> str:
+    """The label every measured number carries: device, dtype, torch version."""
+    dev = device.device()
+    where = device.describe() if dev != "cpu" else "cpu (1 thread)"
+    return f"{where}, {str(dtype).replace('torch.', '')}, torch {torch.__version__}"
