@@ -197,15 +197,15 @@ def _figure(d_k, n_pos, seed, values, raw, cooled, tail) -> dict:
          "hovertemplate": "even split: %{y:.3f}<extra></extra>"},
     ]
     rank_title = "rank of the weight (largest first)"
-    if n_pos > TOP_RANKS:
-        rank_title += f"; last bar: ranks {cats[-1]} summed"
+    if n_pos > TOP_RANKS:  # short enough to fit under the half-width panel
+        rank_title = f"rank (largest first); last: {cats[-1]} summed"
     layout = base_layout(
         440,
         barmode="group",
         xaxis={"domain": [0, 0.45], "type": "log", "title": {"text": "head dim d_k"},
                "tickvals": list(CURVE_DIMS)},
         yaxis={"type": "log", "title": {"text": "variance of the score"}},
-        xaxis2={"domain": [0.58, 1], "type": "category", "anchor": "y2",
+        xaxis2={"domain": [0.58, 1], "type": "category", "anchor": "y2", "automargin": True,
                 "title": {"text": rank_title}},
         yaxis2={"anchor": "x2", "range": [0, 1], "title": {"text": "mean softmax weight"}},
         annotations=[
@@ -219,8 +219,7 @@ def _figure(d_k, n_pos, seed, values, raw, cooled, tail) -> dict:
     narrow = {
         "height": 720,
         "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.62, 1]},
-        "xaxis2": {"domain": [0, 1], "title": {"text": "rank (largest first)" + (
-            f"; last: {cats[-1]} summed" if n_pos > TOP_RANKS else "")}},
+        "xaxis2": {"domain": [0, 1]},
         "yaxis2": {"domain": [0, 0.38]},
         "legend": {"y": -0.12},
         "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
