@@ -3,15 +3,18 @@
 If the entries of q and k are independent with mean 0 and variance 1, then q . k is a sum of
 d_k products, each of variance 1, so Var(q . k) = d_k and its spread grows like sqrt(d_k).
 Scores that large push a softmax into saturation, where nearly all the mass sits on one
-position and the gradient through the softmax is nearly zero. Multiplying by 1/sqrt(d_k)
+position and almost no gradient reaches the scores of that row. Multiplying by 1/sqrt(d_k)
 brings the variance back to 1 whatever the head size (Vaswani et al., 2017, footnote 4).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
+import numpy as np
 import torch
 
 
@@ -27,34 +30,106 @@ def dot_product_variance(d_k: int, n_pairs: int, generator: torch.Generator,
 # --8<-- [end:dot_variance]
 
 
+def variance_standard_error(d_k: int, n_pairs: int) -> float:
+    """Standard error of the sample variance of q . k (unscaled) from n_pairs pairs.
+
+    q . k is a sum of d_k products of independent N(0, 1) numbers, so E[(q . k)^4] =
+    3 d_k^2 + 6 d_k and Var(sample variance) ~ (E[x^4] - d_k^2) / n. Divide by d_k for the
+    scaled scores.
+    """
+    return math.sqrt((2 * d_k ** 2 + 6 * d_k) / n_pairs)
+
+
+# --8<-- [start:numpy_variance]
+@lru_cache(maxsize=4)
+def numpy_variance_experiment(dims: tuple[int, ...] = (4, 64, 512), n_pairs: int = 100_000,
+                              seed: int = 0, chunk: int = 8192) -> tuple[tuple[float, float], ...]:
+    """(Var(q . k), Var(q . k / sqrt(d))) for each d, drawn exactly as the NumPy one-liner
+
+        rng = np.random.default_rng(seed)
+        for d in dims:
+            q, k = rng.standard_normal((2, n_pairs, d))
+
+    draws them (all of q, then all of k, from one stream), but a chunk of rows at a time, so
+    d = 512 needs a few megabytes instead of 800. A second generator, started where q
+    starts, replays q while the first one draws k; the numbers are the same, bit for bit.
+    """
+    rng = np.random.default_rng(seed)
+    results = []
+    for d in dims:
+        q_rng = np.random.Generator(copy.deepcopy(rng.bit_generator))  # at the start of q
+        for start in range(0, n_pairs, chunk):                          # move rng past q
+            rng.standard_normal((min(chunk, n_pairs - start), d))
+        dots = np.empty(n_pairs)                                        # (N,)
+        for start in range(0, n_pairs, chunk):
+            rows = min(chunk, n_pairs - start)
+            q = q_rng.standard_normal((rows, d))                        # (rows, d)
+            k = rng.standard_normal((rows, d))                          # (rows, d)
+            dots[start:start + rows] = (q * k).sum(axis=1)
+        results.append((float(dots.var()), float((dots / np.sqrt(d)).var())))
+    return tuple(results)
+# --8<-- [end:numpy_variance]
+
+
 @dataclass(frozen=True)
 class SoftmaxStats:
     """What a softmax over random scores looks like, averaged over many queries."""
 
     max_prob: float        # mean over queries of the largest weight
     entropy: float         # mean entropy of a row, in nats
-    jacobian_norm: float   # mean Frobenius norm of d softmax / d scores: how much gradient flows
     saturated: float       # fraction of rows that put at least 99% of their mass on one position
+    gradient: float        # median over rows of score_gradient / even_row_gradient
+    starved: float         # fraction of rows whose score gradient is under STARVED x an even row's
     sorted_probs: list     # mean weight at each rank, largest first (length n_positions)
+
+
+STARVED = 0.1  # a row is "starved" below a tenth of the gradient an even row would get
+
+
+# --8<-- [start:score_gradient]
+def score_gradient(p: torch.Tensor) -> torch.Tensor:
+    """How much gradient reaches a row's scores: the root-mean-square of dL/ds over losses
+    whose gradient dL/dp with respect to the weights is random, unit variance per weight
+    (what random value vectors give at initialisation). p: (..., T) -> (...,)
+
+    dL/ds = J g with J = diag(p) - p p^T, and E|J g|^2 = |J|_F^2 for such g, which is
+    sum_i p_i^2 [(1 - p_i)^2 + sum_{j != i} p_j^2]: no (T, T) matrix per row is needed.
+    """
+    top = p.argmax(dim=-1, keepdim=True)                     # (..., 1)
+    p2 = p.pow(2)
+
+    def all_but(x: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+        # total - x_i, except at the largest weight, where the others are summed directly:
+        # 1 - 0.999999... would cancel away the very digits a saturated row is made of.
+        return (total - x).scatter(-1, top, x.scatter(-1, top, 0).sum(dim=-1, keepdim=True))
+
+    one_minus_p = all_but(p, torch.ones_like(p))             # 1 - p_i = sum_{j != i} p_j
+    others2 = all_but(p2, p2.sum(dim=-1, keepdim=True))      # sum_{j != i} p_j^2
+    return (p2 * (one_minus_p.pow(2) + others2)).sum(dim=-1).sqrt()
+
+
+def even_row_gradient(n_positions: int) -> float:
+    """score_gradient of the all-equal row p = 1/T: sqrt(T - 1) / T."""
+    return math.sqrt(n_positions - 1) / n_positions
+# --8<-- [end:score_gradient]
 
 
 # --8<-- [start:softmax_stats]
 def softmax_stats(scores: torch.Tensor) -> SoftmaxStats:
     """Summarise softmax(scores) along the last dim; scores: (..., n_positions)."""
-    p = torch.softmax(scores, dim=-1)
+    # float64: a saturated row's gradient is ~(1 - p_max)^2, below float32's resolution.
+    p = torch.softmax(scores.double(), dim=-1)
+    n = p.shape[-1]
     # p * log p is 0 in the limit p -> 0; xlogy gets that limit right where p underflows.
     entropy = -torch.special.xlogy(p, p).sum(dim=-1)
-    # The Jacobian is diag(p) - p p^T; its squared Frobenius norm expands to
-    # sum p^2 - 2 sum p^3 + (sum p^2)^2, so no (T, T) matrix per query is needed.
-    p2 = p.pow(2).sum(dim=-1)
-    jac = (p2 - 2 * p.pow(3).sum(dim=-1) + p2.pow(2)).clamp_min(0).sqrt()
+    relative = score_gradient(p) / even_row_gradient(n)  # 1 = as much as an even row gets
     ranked = p.sort(dim=-1, descending=True).values
-    n = p.shape[-1]
     return SoftmaxStats(
         max_prob=ranked[..., 0].mean().item(),
         entropy=entropy.mean().item(),
-        jacobian_norm=jac.mean().item(),
-        saturated=(ranked[..., 0] >= 0.99).float().mean().item(),
+        saturated=(ranked[..., 0] >= 0.99).double().mean().item(),
+        gradient=relative.flatten().median().item(),
+        starved=(relative < STARVED).double().mean().item(),
         sorted_probs=ranked.reshape(-1, n).mean(dim=0).tolist(),
     )
 

@@ -2,7 +2,8 @@
 
 Draws random unit-variance queries and keys at the chosen head size, measures the variance of
 their dot products with and without the 1/sqrt(d_k) factor, and shows what each does to a
-softmax over `n_positions` scores.
+softmax over `n_positions` scores: how peaked it is, and how much gradient reaches its scores
+compared with an even (all-equal) row over the same number of positions.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from functools import lru_cache
 from backend.device import device
 from backend.reference import scaling
 from backend.widgets.spec import Output, Param, WidgetSpec
+from backend.widgets.style import COLORS, base_layout
 
 SPEC = WidgetSpec(
     name="attention_scaling",
@@ -26,6 +28,7 @@ SPEC = WidgetSpec(
         Param("seed", "seed", "int", default=0, min=0, max=9999, step=1,
               help="Seed of the random draw; the same seed always gives the same numbers."),
     ),
+    # Pairs first (unscaled, then scaled), the references after them.
     outputs=(
         Output("var_unscaled", "Var(q·k)", ".2f"),
         Output("var_scaled", "Var(q·k/√d_k)", ".3f"),
@@ -33,11 +36,15 @@ SPEC = WidgetSpec(
         Output("max_prob_scaled", "max weight, scaled", ".4f"),
         Output("entropy_unscaled", "entropy, unscaled", ".3f", "nats"),
         Output("entropy_scaled", "entropy, scaled", ".3f", "nats"),
-        Output("entropy_uniform", "entropy, uniform", ".3f", "nats"),
-        Output("grad_unscaled", "‖∂softmax/∂score‖, unscaled", ".3g"),
-        Output("grad_scaled", "‖∂softmax/∂score‖, scaled", ".3g"),
         Output("saturated_unscaled", "rows ≥ 99% on one key, unscaled", ".1%"),
         Output("saturated_scaled", "rows ≥ 99% on one key, scaled", ".1%"),
+        Output("grad_unscaled", "median score gradient ÷ even row's, unscaled", ".3g"),
+        Output("grad_scaled", "median score gradient ÷ even row's, scaled", ".3g"),
+        Output("starved_unscaled", "rows < 1/10 of even row's gradient, unscaled", ".1%"),
+        Output("starved_scaled", "rows < 1/10 of even row's gradient, scaled", ".1%"),
+        Output("entropy_uniform", "entropy of an even row", ".3f", "nats"),
+        Output("n_pairs", "pairs drawn for the variance", ",d"),
+        Output("n_queries", "queries drawn for the softmax", ",d"),
     ),
     # Baked for readers without the API: every power-of-two head size, and a sweep of context
     # lengths at the default head size. The page snaps to the nearest of these when offline.
@@ -50,6 +57,9 @@ VARIANCE_ELEMENTS = 640_000   # d_k * n_pairs per operand: 10,000 pairs at d_k =
 MAX_PAIRS = 10_000
 SCORE_FLOPS = 16_000_000      # n_sequences * n_queries * n_positions * d_k
 CURVE_DIMS = tuple(2 ** i for i in range(11))  # 1 .. 1024
+TOP_RANKS = 16                # ranks drawn one by one; the rest are summed into one bar
+HANDOUT_DIMS = (4, 64, 512)   # handout 003's experiment: NumPy default_rng(0), 100,000 pairs
+HANDOUT_PAIRS = 100_000
 
 
 def n_pairs_for(d_k: int) -> int:
@@ -81,6 +91,16 @@ def variance_curve(seed: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
     return tuple(unscaled), tuple(scaled)
 
 
+def handout_values() -> dict:
+    """Handout 003's NumPy experiment, reproduced (seconds once per process, then cached)."""
+    runs = scaling.numpy_variance_experiment(HANDOUT_DIMS, HANDOUT_PAIRS, 0)
+    values = {"handout_pairs": HANDOUT_PAIRS}
+    for d, (u, s) in zip(HANDOUT_DIMS, runs):
+        values[f"handout_var_unscaled_{d}"] = u
+        values[f"handout_var_scaled_{d}"] = s
+    return values
+
+
 def compute(params: dict) -> dict:
     d_k, n_pos, seed = params["d_k"], params["n_positions"], params["seed"]
     dev = device()
@@ -97,73 +117,150 @@ def compute(params: dict) -> dict:
     values = {
         "var_unscaled": var_unscaled,
         "var_scaled": var_scaled,
+        "var_standard_error": scaling.variance_standard_error(d_k, n_pairs),
         "max_prob_unscaled": raw.max_prob,
         "max_prob_scaled": cooled.max_prob,
         "entropy_unscaled": raw.entropy,
         "entropy_scaled": cooled.entropy,
-        "entropy_uniform": scaling.uniform_entropy(n_pos),
-        "grad_unscaled": raw.jacobian_norm,
-        "grad_scaled": cooled.jacobian_norm,
         "saturated_unscaled": raw.saturated,
         "saturated_scaled": cooled.saturated,
+        "grad_unscaled": raw.gradient,
+        "grad_scaled": cooled.gradient,
+        "starved_unscaled": raw.starved,
+        "starved_scaled": cooled.starved,
+        "entropy_uniform": scaling.uniform_entropy(n_pos),
+        "max_prob_uniform": 1 / n_pos,
         "n_pairs": n_pairs,
         "n_queries": n_seq * n_q,
+        **handout_values(),
     }
-    return {"values": values, "figure": _figure(d_k, n_pos, seed, values, raw, cooled)}
+    tail = _tail(raw.sorted_probs), _tail(cooled.sorted_probs)
+    return {
+        "values": values,
+        "figure": _figure(d_k, n_pos, seed, values, raw, cooled, tail),
+        "summary": _summary(d_k, n_pos, values),
+        "table": _table(d_k, n_pos, values, tail),
+    }
 
 
-UNSCALED, SCALED, GUIDE = "#d62728", "#1f77b4", "#7f7f7f"
+def _tail(sorted_probs: list) -> float | None:
+    """Mean weight held by all ranks after TOP_RANKS together (None if there are none)."""
+    return sum(sorted_probs[TOP_RANKS:]) if len(sorted_probs) > TOP_RANKS else None
 
 
-def _figure(d_k, n_pos, seed, values, raw, cooled) -> dict:
+def _rank_categories(n_pos: int) -> list[str]:
+    shown = [str(r) for r in range(1, min(n_pos, TOP_RANKS) + 1)]
+    if n_pos > TOP_RANKS:
+        shown.append(f"{TOP_RANKS + 1}–{n_pos}" if n_pos > TOP_RANKS + 1 else str(n_pos))
+    return shown
+
+
+def _bars(sorted_probs: list, tail: float | None) -> list[float]:
+    return sorted_probs[:TOP_RANKS] + ([tail] if tail is not None else [])
+
+
+def _figure(d_k, n_pos, seed, values, raw, cooled, tail) -> dict:
     curve_u, curve_s = variance_curve(seed)
-    ranks = list(range(1, n_pos + 1))
+    cats = _rank_categories(n_pos)
+    even = [1 / n_pos] * min(n_pos, TOP_RANKS)
+    if n_pos > TOP_RANKS:
+        even.append((n_pos - TOP_RANKS) / n_pos)
+    unscaled, scaled, guide = COLORS["unscaled"], COLORS["scaled"], COLORS["guide"]
     data = [
-        {"type": "scatter", "mode": "lines", "x": list(CURVE_DIMS), "y": list(CURVE_DIMS),
-         "name": "d_k (theory)", "line": {"color": GUIDE, "dash": "dot"}, "hoverinfo": "skip",
-         "legendgroup": "var"},
         {"type": "scatter", "mode": "lines+markers", "x": list(CURVE_DIMS), "y": list(curve_u),
-         "name": "Var(q·k)", "line": {"color": UNSCALED}, "legendgroup": "var"},
+         "name": "Var(q·k)", "line": {"color": unscaled, "width": 2},
+         "marker": {"size": 6}, "legendgroup": "var"},
         {"type": "scatter", "mode": "lines+markers", "x": list(CURVE_DIMS), "y": list(curve_s),
-         "name": "Var(q·k/√d_k)", "line": {"color": SCALED}, "legendgroup": "var"},
+         "name": "Var(q·k/√d_k)", "line": {"color": scaled, "width": 2},
+         "marker": {"size": 6}, "legendgroup": "var"},
+        # Drawn after the red curve it tracks, dashed and with its own hollow markers, so it
+        # shows on top of the curve instead of hiding under it.
+        {"type": "scatter", "mode": "lines+markers", "x": list(CURVE_DIMS), "y": list(CURVE_DIMS),
+         "name": "d_k (theory)", "line": {"color": guide, "dash": "dash", "width": 2},
+         "marker": {"symbol": "diamond-open", "size": 9, "color": guide, "line": {"width": 1.5}},
+         "hoverinfo": "skip", "legendgroup": "var"},
+        # The reader's current head size: the only thing on this panel that d_k moves.
         {"type": "scatter", "mode": "markers", "x": [d_k, d_k],
          "y": [values["var_unscaled"], values["var_scaled"]], "name": f"d_k = {d_k}",
-         "marker": {"size": 13, "symbol": "circle-open", "line": {"width": 3},
-                    "color": "#000"}, "showlegend": False,
-         "hovertemplate": "d_k=%{x}<br>variance %{y:.3f}<extra></extra>"},
-        {"type": "bar", "x": ranks, "y": raw.sorted_probs, "name": "softmax(q·k)",
-         "marker": {"color": UNSCALED}, "xaxis": "x2", "yaxis": "y2", "legendgroup": "sm"},
-        {"type": "bar", "x": ranks, "y": cooled.sorted_probs, "name": "softmax(q·k/√d_k)",
-         "marker": {"color": SCALED}, "xaxis": "x2", "yaxis": "y2", "legendgroup": "sm"},
-        {"type": "scatter", "mode": "lines", "x": [0.5, n_pos + 0.5], "y": [1 / n_pos] * 2,
-         "name": "uniform 1/T", "line": {"color": GUIDE, "dash": "dot"}, "xaxis": "x2",
-         "yaxis": "y2", "hoverinfo": "skip", "legendgroup": "sm"},
+         "marker": {"size": 14, "symbol": "circle-open", "line": {"width": 3},
+                    "color": COLORS["accent"]}, "showlegend": False,
+         "hovertemplate": "your d_k=%{x}<br>variance %{y:.3f}<extra></extra>"},
+        {"type": "bar", "x": cats, "y": _bars(raw.sorted_probs, tail[0]), "name": "softmax(q·k)",
+         "marker": {"color": unscaled}, "xaxis": "x2", "yaxis": "y2", "legendgroup": "sm",
+         "hovertemplate": "rank %{x}: %{y:.3f}<extra>unscaled</extra>"},
+        {"type": "bar", "x": cats, "y": _bars(cooled.sorted_probs, tail[1]),
+         "name": "softmax(q·k/√d_k)", "marker": {"color": scaled}, "xaxis": "x2", "yaxis": "y2",
+         "legendgroup": "sm", "hovertemplate": "rank %{x}: %{y:.3f}<extra>scaled</extra>"},
+        {"type": "scatter", "mode": "markers", "x": cats, "y": even, "name": "even split",
+         "marker": {"symbol": "line-ew-open", "size": 22, "color": guide, "line": {"width": 2}},
+         "xaxis": "x2", "yaxis": "y2", "legendgroup": "sm",
+         "hovertemplate": "even split: %{y:.3f}<extra></extra>"},
     ]
-    layout = {
-        "margin": {"l": 55, "r": 10, "t": 40, "b": 50},
-        "height": 420,
-        "barmode": "group",
-        "legend": {"orientation": "h", "y": -0.2},
-        "xaxis": {"domain": [0, 0.45], "type": "log", "title": {"text": "head dim d_k"},
-                  "tickvals": list(CURVE_DIMS)},
-        "yaxis": {"type": "log", "title": {"text": "variance of the score"}},
-        "xaxis2": {"domain": [0.58, 1], "title": {"text": "rank of the weight (largest first)"},
-                   "anchor": "y2"},
-        "yaxis2": {"anchor": "x2", "range": [0, 1], "title": {"text": "mean softmax weight"}},
-        "annotations": [
+    rank_title = "rank of the weight (largest first)"
+    if n_pos > TOP_RANKS:  # short enough to fit under the half-width panel
+        rank_title = f"rank (largest first); last: {cats[-1]} summed"
+    layout = base_layout(
+        440,
+        barmode="group",
+        xaxis={"domain": [0, 0.45], "type": "log", "title": {"text": "head dim d_k"},
+               "tickvals": list(CURVE_DIMS)},
+        yaxis={"type": "log", "title": {"text": "variance of the score"}},
+        xaxis2={"domain": [0.58, 1], "type": "category", "anchor": "y2", "automargin": True,
+                "title": {"text": rank_title}},
+        yaxis2={"anchor": "x2", "range": [0, 1], "title": {"text": "mean softmax weight"}},
+        annotations=[
             {"text": "score variance grows with d_k", "showarrow": False, "x": 0.22, "y": 1.08,
              "xref": "paper", "yref": "paper", "xanchor": "center"},
             {"text": f"softmax over {n_pos} positions at d_k = {d_k}", "showarrow": False,
              "x": 0.79, "y": 1.08, "xref": "paper", "yref": "paper", "xanchor": "center"},
         ],
-    }
+    )
     # On a phone the two panels stack instead of sitting side by side.
     narrow = {
-        "height": 700,
+        "height": 720,
         "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.62, 1]},
-        "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.38]},
+        "xaxis2": {"domain": [0, 1]},
+        "yaxis2": {"domain": [0, 0.38]},
         "legend": {"y": -0.12},
         "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
                         {**layout["annotations"][1], "x": 0.5, "y": 0.43}],
     }
     return {"data": data, "layout": layout, "narrow": narrow}
+
+
+def _summary(d_k: int, n_pos: int, v: dict) -> str:
+    return (
+        f"At head size {d_k}, the unscaled scores have variance {v['var_unscaled']:.1f} and the "
+        f"scaled ones {v['var_scaled']:.2f}. Over {n_pos} positions the unscaled softmax puts "
+        f"{v['max_prob_unscaled']:.0%} of a row's weight on its largest key on average and "
+        f"{v['starved_unscaled']:.0%} of its rows get under a tenth of an even row's gradient; "
+        f"the scaled softmax puts {v['max_prob_scaled']:.0%} there and starves "
+        f"{v['starved_scaled']:.0%} of its rows."
+    )
+
+
+def _table(d_k: int, n_pos: int, v: dict, tail) -> dict:
+    rows = [
+        ["variance of the score", f"{v['var_unscaled']:.2f}", f"{v['var_scaled']:.3f}",
+         f"{d_k} unscaled, 1 scaled (theory)"],
+        ["mean largest weight", f"{v['max_prob_unscaled']:.4f}", f"{v['max_prob_scaled']:.4f}",
+         f"{v['max_prob_uniform']:.4f}"],
+        ["mean entropy (nats)", f"{v['entropy_unscaled']:.3f}", f"{v['entropy_scaled']:.3f}",
+         f"{v['entropy_uniform']:.3f}"],
+        ["rows with ≥ 99% on one key", f"{v['saturated_unscaled']:.1%}",
+         f"{v['saturated_scaled']:.1%}", "0%"],
+        ["median score gradient ÷ even row's", f"{v['grad_unscaled']:.3g}",
+         f"{v['grad_scaled']:.3g}", "1"],
+        ["rows under 1/10 of an even row's gradient", f"{v['starved_unscaled']:.1%}",
+         f"{v['starved_scaled']:.1%}", "0%"],
+    ]
+    if tail[0] is not None:
+        rows.append([f"weight on ranks {_rank_categories(n_pos)[-1]} together", f"{tail[0]:.3f}",
+                     f"{tail[1]:.3f}", f"{(n_pos - TOP_RANKS) / n_pos:.3f}"])
+    return {
+        "caption": (f"Random queries and keys at d_k = {d_k}, softmax over {n_pos} positions "
+                    f"({v['n_pairs']:,} pairs for the variance, {v['n_queries']:,} queries "
+                    "for the softmax)."),
+        "columns": ["quantity", "unscaled q·k", "scaled q·k/√d_k", "even row / theory"],
+        "rows": rows,
+    }

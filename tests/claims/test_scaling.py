@@ -1,0 +1,280 @@
+"""Every qualitative sentence of docs/chapters/scaling.md, asserted over the values the page
+computes: at the settings the text names, and across the head-size and positions sliders where
+the text invites the reader to move them (seed at its default, as the page starts).
+
+Where a sentence is about a population ("the bigger the head, the more rows ..."), consecutive
+slider stops are compared with a slack of 3 standard errors of the two sample proportions,
+and the ends of the range must differ by far more than that.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from functools import lru_cache
+
+import pytest
+import torch
+
+from backend.device import device
+from backend.reference import scaling
+from backend.widgets import REGISTRY
+
+MODULE = REGISTRY["attention_scaling"]
+# The page starts at seed 0. CLAIMS_SEED=n reruns every claim on another draw, to show that a
+# sentence is not an accident of one seed (checked for n = 1 to 4 when the chapter was written).
+SEED = int(os.environ.get("CLAIMS_SEED", "0"))
+D_KS = tuple(2 ** i for i in range(11))          # the head-size slider's stops, 1 .. 1024
+POSITIONS = tuple(2 ** i for i in range(1, 10))  # the positions slider's stops, 2 .. 512
+# a few settings off the power-of-two stops too (the number box reaches every integer)
+OFF_GRID = ((3, 5), (24, 100), (100, 8), (700, 300), (1000, 511), (64, 17))
+
+
+@lru_cache(maxsize=None)
+def run(d_k: int = 64, n_positions: int = 8) -> dict:
+    return MODULE.compute({"d_k": d_k, "n_positions": n_positions, "seed": SEED})
+
+
+def v(d_k: int = 64, n_positions: int = 8) -> dict:
+    return run(d_k, n_positions)["values"]
+
+
+def slack(a: dict, b: dict, key: str) -> float:
+    """3 standard errors of the difference of two sample proportions."""
+    def var(x):
+        p = min(max(x[key], 1 / x["n_queries"]), 1 - 1 / x["n_queries"])
+        return p * (1 - p) / x["n_queries"]
+    return 3 * math.sqrt(var(a) + var(b))
+
+
+GRID = [(d, t) for d in D_KS for t in POSITIONS] + list(OFF_GRID)
+
+
+# --- Intuition -----------------------------------------------------------------------------
+
+def test_softmax_ignores_a_shift_but_not_the_size_of_differences():
+    """"A softmax ignores a constant added to every score ... Scores of 0.5 and 1.0 give two
+    weights of similar size; multiply both scores by ten and the smaller weight falls below 1%.\""""
+    s = torch.tensor([0.5, 1.0], dtype=torch.float64)
+    assert torch.allclose(torch.softmax(s + 123.0, -1), torch.softmax(s, -1), rtol=1e-12)
+    small, large = torch.softmax(s, -1).tolist()
+    assert large / small < 2                       # similar size (0.38, 0.62)
+    assert torch.softmax(10 * s, -1).min() < 0.01  # 0.0067
+
+
+def test_head_128_spreads_scores_about_root_two_wider_than_head_64():
+    """"A head of size 128 produces scores spread about sqrt(2) times as wide as 64": the
+    measured ratio of standard deviations agrees with sqrt(2) within 4 combined standard errors
+    (delta method: SE(sd) = SE(var) / (2 sd))."""
+    a, b = v(128), v(64)
+    ratio = math.sqrt(a["var_unscaled"] / b["var_unscaled"])
+    rel = math.hypot(a["var_standard_error"] / a["var_unscaled"],
+                     b["var_standard_error"] / b["var_unscaled"]) / 2
+    assert abs(ratio - math.sqrt(2)) < 4 * rel * ratio
+
+
+# --- Measuring it --------------------------------------------------------------------------
+
+def test_bigger_heads_get_fewer_pairs_and_the_prose_says_so():
+    """"Each request draws a fixed budget of random numbers, so a bigger head gets fewer pairs.\""""
+    assert v(64)["n_pairs"] == 10_000 and v(512)["n_pairs"] < v(64)["n_pairs"]
+    pairs = [v(d)["n_pairs"] for d in D_KS]
+    assert pairs == sorted(pairs, reverse=True)
+    assert v(512)["var_standard_error"] > v(64)["var_standard_error"]
+
+
+@pytest.mark.parametrize("d_k", [4, 64, 512])
+def test_widget_digits_differ_from_the_handout_by_about_a_standard_error(d_k):
+    """"its digits differ from the handout's, by about as much as the standard error predicts":
+    each is within 4 standard errors of d_k (the handout's with 100,000 pairs)."""
+    values = v(d_k)
+    assert abs(values["var_unscaled"] - d_k) < 4 * values["var_standard_error"]
+    handout = values[f"handout_var_unscaled_{d_k}"]
+    assert abs(handout - d_k) < 4 * scaling.variance_standard_error(d_k, values["handout_pairs"])
+
+
+def test_handout_table_middle_column_is_the_handouts_printed_digits():
+    x = v()
+    assert [f"{x[f'handout_var_unscaled_{d}']:.1f} {x[f'handout_var_scaled_{d}']:.2f}"
+            for d in (4, 64, 512)] == ["4.0 1.01", "64.1 1.00", "514.2 1.00"]
+
+
+# --- What a large variance does to the softmax (d_k = 64, 8 positions) ---------------------
+
+def test_default_setting_sentences():
+    """"more than a third of all queries already put 99% of their weight on a single key ...
+    the typical row gets less than a quarter of the gradient an even row would ... Scaled, the
+    typical row gets about as much as an even row, and almost no row is starved.\""""
+    x = v()
+    assert x["saturated_unscaled"] > 1 / 3
+    assert x["grad_unscaled"] < 0.25
+    assert 0.5 < x["grad_scaled"] < 2
+    assert x["starved_scaled"] < 0.01
+
+
+def _rows(d_k, n_positions, scaled):
+    """The widget's own draw, row by row (same generator order as compute)."""
+    g = scaling.make_generator(SEED, device())
+    scaling.dot_product_variance(d_k, MODULE.n_pairs_for(d_k), g, device())
+    s, q = MODULE.queries_for(d_k, n_positions)
+    scores = scaling.random_scores(d_k, n_positions, s, q, g, device())
+    if scaled:
+        scores = scores / math.sqrt(d_k)
+    return torch.softmax(scores.double(), -1).reshape(-1, n_positions).cpu()
+
+
+def test_the_frobenius_bound_on_saturated_rows():
+    """"|J|_F is at most about 2 (1 - p_max)": exactly, <= e sqrt(4 + e^2) with e = 1 - p_max;
+    checked on the widget's rows and on adversarial rows (the rest of the mass on one key, or
+    spread evenly)."""
+    rows = [_rows(d, t, False) for d, t in ((64, 8), (1024, 2), (512, 512), (16, 64))]
+    for p in rows:
+        e = p.sort(-1, descending=True).values[:, 1:].sum(-1)  # 1 - p_max, without cancelling
+        assert (scaling.score_gradient(p) <= e * torch.sqrt(4 + e ** 2) * (1 + 1e-9)).all()
+    for e in (0.5, 0.1, 0.01, 1e-6):
+        for t in (2, 8, 512):
+            two = torch.tensor([1 - e, e] + [0.0] * (t - 2), dtype=torch.float64)
+            spread = torch.tensor([1 - e] + [e / (t - 1)] * (t - 1), dtype=torch.float64)
+            for p in (two, spread):
+                assert scaling.score_gradient(p).item() <= e * math.sqrt(4 + e * e) * (1 + 1e-12)
+            assert scaling.score_gradient(two).item() > 1.9 * e * (1 - e)  # "about": it is reached
+
+
+@pytest.mark.parametrize("d_k,n_positions", [(d, t) for d in (16, 64, 256, 1024) for t in POSITIONS])
+def test_collapsed_rows_get_almost_no_gradient_and_the_others_still_get_some(d_k, n_positions):
+    """Intro: "a collapsed row passes little gradient back to its scores"; note: "the collapsed
+    rows get little gradient (never more than half of what an even row gets, and at up to 64
+    positions nearly always under a tenth), the others still get some"."""
+    p = _rows(d_k, n_positions, False)
+    rel = scaling.score_gradient(p) / scaling.even_row_gradient(n_positions)
+    collapsed = p.max(-1).values >= 0.99
+    if collapsed.any():
+        assert rel[collapsed].max() < 0.5
+    if n_positions <= 64 and collapsed.sum() >= 20:
+        assert (rel[collapsed] < scaling.STARVED).double().mean() >= 0.85
+    if (~collapsed).sum() > 10:
+        assert rel[~collapsed].median() > scaling.STARVED
+
+
+def test_a_single_extreme_draw_like_the_handouts_is_ordinary():
+    """Note: "a row with a largest weight above 0.99 and an entropy near 0.01 nats is an
+    ordinary outcome at d_k = 64" (handout 000 printed 0.9980 and 0.014)."""
+    p = _rows(64, 8, False)
+    entropy = -torch.special.xlogy(p, p).sum(-1)
+    assert ((p.max(-1).values >= 0.998) & (entropy <= 0.02)).double().mean() > 0.15
+
+
+# --- More positions, bigger heads (the whole slider ranges) --------------------------------
+
+def test_large_t_unscaled_fewer_rows_starve_but_rows_stay_peaked():
+    """At d_k = 64: "the starved share falls as T grows ... a row that is not starved ... gets
+    *more* gradient than an even row over 512 keys ... its largest weight stays above one half
+    at every T"; and "Raise the number of positions and watch ... the unscaled starved share
+    falls, its largest weight does not come down to the scaled one's"."""
+    for a, b in zip(POSITIONS, POSITIONS[1:]):
+        assert v(64, b)["starved_unscaled"] <= v(64, a)["starved_unscaled"] + slack(
+            v(64, a), v(64, b), "starved_unscaled")
+    assert v(64, 512)["starved_unscaled"] < v(64, 2)["starved_unscaled"] / 5
+    p = _rows(64, 512, False)
+    rel = scaling.score_gradient(p) / scaling.even_row_gradient(512)
+    assert rel[rel >= scaling.STARVED].median() > 1 and v(64, 512)["grad_unscaled"] > 1
+    for t in list(POSITIONS) + [3, 17, 100, 300, 511]:
+        assert v(64, t)["max_prob_unscaled"] > 0.5
+        assert v(64, t)["max_prob_unscaled"] > v(64, t)["max_prob_scaled"]
+
+
+@pytest.mark.parametrize("d_k", [d for d in D_KS if d > 1])
+def test_more_positions_lower_the_starved_share_at_every_head_size(d_k):
+    """The starved share falls with T at every head size (ends of the range, and no rise between
+    stops beyond sampling error); at d_k = 1 the two columns are the same numbers."""
+    for a, b in zip(POSITIONS, POSITIONS[1:]):
+        assert v(d_k, b)["starved_unscaled"] <= v(d_k, a)["starved_unscaled"] + slack(
+            v(d_k, a), v(d_k, b), "starved_unscaled")
+    assert v(d_k, 512)["starved_unscaled"] < v(d_k, 2)["starved_unscaled"]
+
+
+@pytest.mark.parametrize("d_k,n_positions", GRID)
+def test_scaled_column_over_the_whole_range(d_k, n_positions):
+    """"Scaled ... the typical row keeps getting between half and twice an even row's gradient,
+    and no more than a few percent of rows are starved at any T" (and at any head size:
+    Summary, "keeps the typical row's gradient near an even row's")."""
+    x = v(d_k, n_positions)
+    assert 0.5 < x["grad_scaled"] < 2
+    assert x["starved_scaled"] < 0.05
+
+
+def test_scaled_largest_weight_falls_as_t_grows():
+    for d_k in D_KS:
+        maxes = [v(d_k, t)["max_prob_scaled"] for t in POSITIONS]
+        assert maxes == sorted(maxes, reverse=True)
+
+
+@pytest.mark.parametrize("n_positions", POSITIONS)
+def test_the_bigger_the_head_the_more_rows_starve_and_saturate(n_positions):
+    """"At every number of positions, the bigger the head, the more unscaled rows are starved";
+    intro: "the bigger the head, the more of the softmax's rows collapse"; Summary: "the share
+    of such rows grows with the head size at every context length"."""
+    for key in ("starved_unscaled", "saturated_unscaled"):
+        for a, b in zip(D_KS, D_KS[1:]):
+            assert v(b, n_positions)[key] >= v(a, n_positions)[key] - slack(
+                v(a, n_positions), v(b, n_positions), key)
+        assert v(1024, n_positions)[key] > v(1, n_positions)[key] + 0.3
+
+
+def test_head_512_and_head_1024_sentences():
+    """"at d_k = 1024 it is X of rows over 2 positions and still Y over 512"; "At head size 512
+    and 8 positions ... the scaled column stays where it was at head size 64"."""
+    # "still": a large share (64 queries at this corner of the budget: +-6 points of noise)
+    assert v(1024, 512)["starved_unscaled"] > 0.3
+    assert v(1024, 2)["starved_unscaled"] > v(1024, 512)["starved_unscaled"]
+    assert v(512)["starved_unscaled"] > v(64)["starved_unscaled"]
+    assert v(512)["starved_scaled"] < 0.01 and v(64)["starved_scaled"] < 0.01
+    assert abs(v(512)["grad_scaled"] - v(64)["grad_scaled"]) < 0.05
+
+
+def test_check_yourself_over_512_positions_unscaled_rows_often_beat_an_even_row():
+    p = _rows(64, 512, False)
+    rel = scaling.score_gradient(p) / scaling.even_row_gradient(512)
+    assert (rel > 1).double().mean() > 0.5
+
+
+# --- Push on it: what the figure shows as the sliders move ---------------------------------
+
+def _trace(fig, name):
+    return next(t for t in fig["data"] if t.get("name") == name)
+
+
+def test_curves_do_not_move_with_the_head_size_and_the_rings_do():
+    """"The two variance curves ... do not move; what moves is the pair of orange rings, the
+    measurement at your head size, which sits near the dashed line Var = d_k on the red side
+    and near 1 on the blue side" (4.5 standard errors)."""
+    curves = None
+    for d_k in list(D_KS) + [3, 100, 700, 1000]:
+        fig = run(d_k, 8)["figure"]
+        now = [_trace(fig, n)["y"] for n in ("Var(q·k)", "Var(q·k/√d_k)", "d_k (theory)")]
+        curves = curves or now
+        assert now == curves
+        ring = next(t for t in fig["data"] if t["mode"] == "markers" and t["showlegend"] is False)
+        assert ring["x"] == [d_k, d_k]
+        x = v(d_k, 8)
+        assert ring["y"] == [x["var_unscaled"], x["var_scaled"]]
+        assert abs(x["var_unscaled"] - d_k) < 4.5 * x["var_standard_error"]
+        assert abs(x["var_scaled"] - 1) < 4.5 * x["var_standard_error"] / d_k
+
+
+def test_rank_one_holds_most_unscaled_weight_from_head_32_up():
+    """"From head size 32 up, unscaled, more than half of the weight sits in rank 1 at every
+    number of positions"."""
+    for d_k in [d for d in D_KS if d >= 32] + [33, 700]:
+        for t in list(POSITIONS) + [511]:
+            assert v(d_k, t)["max_prob_unscaled"] > 0.5
+    assert v(16, 512)["max_prob_unscaled"] < 0.5  # and "from 32" is where it starts
+
+
+@pytest.mark.parametrize("d_k", list(D_KS) + [100])
+def test_scaled_weight_lies_mostly_past_rank_16_from_128_positions(d_k):
+    """"scaled, the weight spreads out, and from 128 positions on most of it lies beyond the
+    sixteen largest keys" (the last bar of the figure)."""
+    for t in (128, 200, 256, 512):
+        fig = run(d_k, t)["figure"]
+        assert _trace(fig, "softmax(q·k/√d_k)")["y"][-1] > 0.5
