@@ -19,7 +19,9 @@ from backend.widgets.style import COLORS, base_layout
 MAX_CELLS_ROWS, MAX_CELLS_COLS = 128, 64   # the heatmap shows at most this many (strided)
 CURVE_POINTS = 400                         # points on the similarity curve, whatever the range
 HALF_SEARCH = 4096                         # distances searched, one by one, for the fall below 1/2
-SHIFTS = (0, 7, 100, 1000)                 # (m + s, n + s): the same offset at other places
+# (m + s, n + s): the same offset at other places. From (3, 1) these are the handout's four pairs
+# (3, 1), (10, 8), (100, 98), (5, 3).
+SHIFTS = (0, 7, 97, 2)
 REFERENCE_THETA = 10000.0                  # the 2017 / Llama-2 base, drawn for comparison
 HANDOUT_ROWS = (0, 1, 2, 50)               # the positions LLM-101 §2 prints
 SENTENCE, SWAPPED = ["dog", "bites", "man"], ["man", "bites", "dog"]
@@ -39,27 +41,34 @@ SPEC = WidgetSpec(
               help="Where the query sits."),
         Param("n", "key position n", "int", default=1, min=0, max=131072, step=1,
               help="Where the key sits."),
-        Param("rope_theta", "RoPE base θ", "float", default=10000.0, min=100.0,
-              max=10_000_000.0, scale="log2",
-              help="10,000 in the 2017 paper and Llama 2; 500,000 in Llama 3."),
+        # 10,000 / 2^7 .. 10,000 * 2^10: the slider's doubling stops land on 10,000 exactly.
+        Param("rope_theta", "RoPE base θ", "float", default=10000.0, min=78.125,
+              max=10_240_000.0, scale="log2",
+              help="10,000 in the 2017 paper and Llama 2; 500,000 in Llama 3 (type it)."),
+        Param("strength", "position signal strength", "float", default=1.0, min=0.0, max=2.0,
+              step=0.01, help="How strongly the sinusoids are added to the dog/bites/man vectors."),
     ),
     outputs=(
         Output("rope_dot", "q_m·k_n with RoPE", ".6f"),
-        Output("rope_dot_spread", "spread of q·k over shifted pairs, RoPE", ".2g"),
-        Output("additive_dot_spread", "spread, sinusoids added instead", ".3g"),
+        Output("rope_dot_spread", "spread of q·k over (m+s, n+s), s = 0, 7, 97, 2: RoPE", ".2g"),
+        Output("additive_dot_spread", "the same spread with sinusoids added instead", ".3g"),
         Output("norm_q", "|q| before rotation", ".6f"),
         Output("norm_q_rotated", "|q| after rotation", ".6f"),
         Output("slowest_wavelength", "slowest RoPE pair: positions per turn", ",.0f"),
         Output("similarity_at_max", "similarity at the last position shown", ".3f"),
-        Output("half_distance", "similarity falls below ½ at distance", ",d"),
-        Output("order_gap_without", "dog: order changes its vector by (no position)", ".3g"),
-        Output("order_gap_with", "dog: order changes its vector by (with position)", ".3f"),
+        Output("half_distance_text", "similarity falls below ½ at distance", ""),
+        Output("slow_pairs_at_max", "pairs still agreeing at the last position shown", ",d"),
+        Output("order_gap_without", "dog: word order moves its vector by (no position)", ".3g"),
+        Output("order_gap_with", "dog: word order moves its vector by (with position)", ".3f"),
     ),
     bake=tuple({"rope_theta": t} for t in (100.0, 1000.0, 10000.0, 500000.0, 1_000_000.0,
                                            10_000_000.0))
     + tuple({"d_model": d} for d in (4, 16, 64, 128, 512))
     + tuple({"max_position": p} for p in (8, 512, 4096, 32768, 131072))
-    + tuple({"m": m, "n": n} for m, n in ((10, 8), (100, 98), (1000, 3), (0, 0), (3, 10))),
+    + tuple({"m": m, "n": n} for m, n in ((10, 8), (100, 98), (1000, 3), (0, 0), (3, 10)))
+    + tuple({"strength": v} for v in (0.0, 0.01, 0.1, 0.5, 2.0))
+    + ({"d_model": 128, "rope_theta": 100.0}, {"d_model": 128, "rope_theta": 500000.0},
+       {"d_model": 128, "rope_theta": 10_240_000.0}),
 )
 
 _Q_SEED = 0
@@ -78,8 +87,8 @@ def _strided(n: int, most: int) -> list[int]:
 
 
 def compute(params: dict) -> dict:
-    d, T, m, n, theta = (params["d_model"], params["max_position"], params["m"], params["n"],
-                         params["rope_theta"])
+    d, T, m, n, theta, strength = (params["d_model"], params["max_position"], params["m"],
+                                   params["n"], params["rope_theta"], params["strength"])
     if d % 2:
         raise ParamError(f"'width d' must be even (sines and cosines come in pairs), got {d}",
                          "d_model")
@@ -95,8 +104,10 @@ def compute(params: dict) -> dict:
     exact = float(rope.rotate(q, m, theta, torch.float64) @ rope.rotate(k, n, theta, torch.float64))
 
     # How far RoPE's similarity reaches: identical q and k, `distance` positions apart.
-    distances = torch.tensor(sorted(set(_strided(T, CURVE_POINTS)) | {T - 1, abs(m - n) % T}),
-                             dtype=torch.float64)
+    offset = abs(m - n)
+    shown = offset < T  # the reader's |m - n| lies on the curve's axis
+    distances = torch.tensor(sorted(set(_strided(T, CURVE_POINTS)) | {T - 1}
+                                    | ({offset} if shown else set())), dtype=torch.float64)
     sim = rope.relative_similarity(distances, d, theta)
     sim_ref = rope.relative_similarity(distances, d, REFERENCE_THETA)
     waves = rope.wavelengths(d, theta)
@@ -112,8 +123,8 @@ def compute(params: dict) -> dict:
     dog = {label: order.vector_of("dog", words, strength)
            for label, words, strength in (("without", SENTENCE, None),
                                           ("without_swapped", SWAPPED, None),
-                                          ("with", SENTENCE, 1.0),
-                                          ("with_swapped", SWAPPED, 1.0),
+                                          ("with", SENTENCE, strength),
+                                          ("with_swapped", SWAPPED, strength),
                                           ("tiny", SENTENCE, TINY),
                                           ("tiny_swapped", SWAPPED, TINY))}
     gap = lambda a, b: float((dog[a] - dog[b]).abs().max())  # noqa: E731
@@ -132,10 +143,16 @@ def compute(params: dict) -> dict:
         "slowest_wavelength": float(waves.max()),
         "fastest_wavelength": float(waves.min()),
         "similarity_at_max": float(sim[distances == T - 1][0]),
-        "similarity_at_offset": float(sim[distances == abs(m - n) % T][0]),
+        "similarity_at_offset": float(rope.relative_similarity(torch.tensor([offset]), d, theta)[0]),
         # First distance at which an equal key is less than half as similar (None: not within
         # the positions shown, up to HALF_SEARCH).
         "half_distance": int(below[0]) if len(below) else None,
+        "half_distance_text": (f"{int(below[0]):,}" if len(below)
+                               else f"beyond {min(T, HALF_SEARCH) - 1:,}"),
+        # A pair still agrees (positive cosine) for sure while it has turned less than a quarter
+        # turn: wavelength more than four times the distance.
+        "slow_pairs_at_max": int((waves > 4 * (T - 1)).sum()),
+        "n_pairs": d // 2,
         "pe_rows": {str(p): handout[p].tolist() for p in HANDOUT_ROWS},
         "dog": {key: vec.tolist() for key, vec in dog.items()},
         "order_gap_without": gap("without", "without_swapped"),
@@ -146,7 +163,7 @@ def compute(params: dict) -> dict:
     }
     return {
         "values": values,
-        "figure": _figure(rows, cols, table, distances, sim, sim_ref, d, T, m, n, theta),
+        "figure": _figure(rows, cols, table, distances, sim, sim_ref, d, T, offset, shown, theta),
         "summary": (
             f"Left: the sinusoidal table for {T} positions and width {d}. Right: RoPE with base "
             f"θ = {theta:,.0f} keeps an identical key {values['similarity_at_max']:.2f} similar to "
@@ -162,12 +179,12 @@ def compute(params: dict) -> dict:
     }
 
 
-def _figure(rows, cols, table, distances, sim, sim_ref, d, T, m, n, theta) -> dict:
+def _figure(rows, cols, table, distances, sim, sim_ref, d, T, offset, shown, theta) -> dict:
     x = distances.tolist()
+    sampled = len(rows) < T or len(cols) < d
     data = [
         {"type": "heatmap", "z": [[round(v, 2) for v in r] for r in table.tolist()],
-         "x": cols, "y": rows, "zmin": -1, "zmax": 1, "colorscale": "RdBu",
-         "colorbar": {"len": 0.9, "thickness": 10, "x": 0.43}, "name": "PE",
+         "x": cols, "y": rows, "coloraxis": "coloraxis", "name": "PE",
          "hovertemplate": "position %{y}<br>dimension %{x}<br>%{z}<extra></extra>"},
         {"type": "scatter", "mode": "lines", "x": x, "y": [round(v, 4) for v in sim.tolist()],
          "name": f"RoPE, θ = {theta:,.0f}", "line": {"color": COLORS["scaled"]},
@@ -179,31 +196,38 @@ def _figure(rows, cols, table, distances, sim, sim_ref, d, T, m, n, theta) -> di
                      "name": f"θ = {REFERENCE_THETA:,.0f} (2017, Llama 2)",
                      "line": {"color": COLORS["guide"], "dash": "dot"},
                      "xaxis": "x2", "yaxis": "y2"})
-    off = abs(m - n) % T
-    data.append({"type": "scatter", "mode": "markers", "x": [off],
-                 "y": [round(float(sim[distances == off][0]), 4)], "name": f"|m − n| = {off}",
-                 "marker": {"size": 11, "color": COLORS["accent"]}, "xaxis": "x2", "yaxis": "y2"})
+    if shown:
+        data.append({"type": "scatter", "mode": "markers", "x": [offset],
+                     "y": [round(float(sim[distances == offset][0]), 4)],
+                     "name": f"|m − n| = {offset:,}",
+                     "marker": {"size": 11, "color": COLORS["accent"]}, "xaxis": "x2", "yaxis": "y2"})
+    table_title = f"sinusoidal table, d = {d}" + (" (sampled)" if sampled else "")
+    reach_title = "how far RoPE reaches" + ("" if shown else
+                                            f" (|m − n| = {offset:,} is off this axis)")
     layout = base_layout(
         440,
-        xaxis={"domain": [0, 0.4], "title": {"text": "dimension"}},
+        coloraxis={"cmin": -1, "cmax": 1, "colorscale": "RdBu",
+                   "colorbar": {"len": 0.9, "thickness": 10, "x": 0.41, "xpad": 4}},
+        xaxis={"domain": [0, 0.37], "title": {"text": "dimension"}},
         yaxis={"title": {"text": "position"}, "autorange": "reversed"},
-        xaxis2={"domain": [0.55, 1], "title": {"text": "distance m − n (positions)"},
+        xaxis2={"domain": [0.58, 1], "title": {"text": "distance m − n (positions)"},
                 "anchor": "y2"},
         yaxis2={"anchor": "x2", "range": [-0.4, 1.05],
                 "title": {"text": "similarity of q to an equal k"}},
         annotations=[
-            {"text": f"sinusoidal table, d = {d}", "showarrow": False, "x": 0.2, "y": 1.08,
+            {"text": table_title, "showarrow": False, "x": 0.19, "y": 1.08,
              "xref": "paper", "yref": "paper", "xanchor": "center"},
-            {"text": "how far RoPE reaches", "showarrow": False, "x": 0.78, "y": 1.08,
+            {"text": reach_title, "showarrow": False, "x": 0.79, "y": 1.08,
              "xref": "paper", "yref": "paper", "xanchor": "center"},
         ],
     )
     narrow = {
-        "height": 720,
-        "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.6, 1]},
+        "height": 740,
+        "coloraxis": {"colorbar": {"x": 1.0, "y": 0.8, "len": 0.4, "yanchor": "middle"}},
+        "xaxis": {"domain": [0, 0.9]}, "yaxis": {"domain": [0.6, 1]},
         "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.4]},
         "legend": {"y": -0.12},
-        "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
-                        {**layout["annotations"][1], "x": 0.5, "y": 0.45}],
+        "annotations": [{**layout["annotations"][0], "x": 0.45, "y": 1.04},
+                        {**layout["annotations"][1], "x": 0.5, "y": 0.46}],
     }
     return {"data": data, "layout": layout, "narrow": narrow}

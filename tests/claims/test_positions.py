@@ -73,7 +73,7 @@ def test_the_four_scores_and_norms_agree_to_the_printed_six_decimals():
 
 
 def test_float32_rounding_grows_with_position_but_stays_small():
-    near, far = values(m=3, n=1), values(m=100000, n=99998)
+    near, far = values(m=3, n=1), values(m=100003, n=100001)
     assert far["rope_error_fp32"] > 100 * near["rope_error_fp32"]
     assert far["rope_error_fp32"] < 1e-3 * abs(far["rope_dot"])
 
@@ -83,17 +83,43 @@ def test_float32_rounding_grows_with_position_but_stays_small():
 def test_moving_m_and_n_together_keeps_the_score(d, m):
     for theta in (100.0, 10000.0, 10_000_000.0):
         v = values(d_model=d, m=m, n=max(0, m - 2), rope_theta=theta)
-        assert v["rope_dot_spread"] < 5e-4 * v["qk_norms"]          # "a few parts in ten thousand"
+        assert v["rope_dot_spread"] < 5e-4 * v["qk_norms"]  # "up to a few parts in ten thousand"
         assert math.isclose(v["norm_q_rotated"], v["norm_q"], rel_tol=1e-6)
 
 
-def test_a_larger_base_slows_every_pair_and_keeps_more_pairs_above_8192():
+def test_a_larger_base_slows_every_pair_but_the_first_and_keeps_more_pairs_agreeing():
     w_low, w_high = rope.wavelengths(128, 10000.0), rope.wavelengths(128, 500000.0)
-    assert bool((w_high[1:] > w_low[1:]).all())
-    assert int((w_high > 8192).sum()) > int((w_low > 8192).sum())
-    low = values(d_model=128, max_position=8193)["similarity_at_max"]
-    high = values(d_model=128, max_position=8193, rope_theta=500000.0)["similarity_at_max"]
-    assert high > low
+    assert bool((w_high[1:] > w_low[1:]).all()) and w_high[0] == w_low[0]
+    low = values(d_model=128, max_position=8193)
+    high = values(d_model=128, max_position=8193, rope_theta=500000.0)
+    assert high["similarity_at_max"] > low["similarity_at_max"]
+    assert high["slow_pairs_at_max"] > 4 * low["slow_pairs_at_max"] > 0
+    # the agreeing pairs really agree: angle under a quarter turn at that distance
+    angles = 2 * math.pi * 8192 / w_low[w_low > 4 * 8192]
+    assert bool((angles < math.pi / 2).all())
+    # "too few to lift the total far from zero" at 10,000; clearly positive at 500,000
+    assert abs(low["similarity_at_max"]) < 0.05 and high["similarity_at_max"] > 0.2
+
+
+def test_the_additive_spread_is_over_the_tables_four_pairs():
+    v = values()
+    assert [(p["m"], p["n"]) for p in v["additive_dot_shifted"]] == [(3, 1), (10, 8), (100, 98), (5, 3)]
+
+
+@pytest.mark.parametrize("m, n, T", [(1000, 3, 64), (131072, 0, 131072), (3, 1, 64)])
+def test_the_orange_point_is_the_real_offset_or_absent(m, n, T):
+    fig = figure(m=m, n=n, max_position=T)
+    markers = [t for t in fig["data"] if t.get("mode") == "markers"]
+    if abs(m - n) < T:
+        assert markers and markers[0]["x"] == [abs(m - n)]
+    else:
+        assert not markers
+        assert "off this axis" in fig["layout"]["annotations"][1]["text"]
+
+
+def test_strength_zero_gives_dog_the_same_vector_again():
+    v = values(strength=0.0)
+    assert v["order_gap_with"] < 1e-12
 
 
 def test_sixteen_times_the_text_is_256_times_the_work():
@@ -126,7 +152,11 @@ def test_theta_100_falls_below_one_half_within_a_few_positions():
     assert values(d_model=128, rope_theta=100.0)["half_distance"] <= 10
 
 
-def test_check_yourself_offsets_agree_to_four_or_five_digits_not_seven():
+def test_at_the_default_width_the_fall_comes_within_a_few_positions_whatever_theta():
+    assert all(values(rope_theta=t)["half_distance"] <= 25 for t in THETAS)
+
+
+def test_check_yourself_offsets_agree_to_about_four_digits_not_seven():
     q, k = w._query_key(8)
     near = float(rope.rotate(q, 3) @ rope.rotate(k, 1))
     far = float(rope.rotate(q, 100003) @ rope.rotate(k, 100001))
@@ -134,5 +164,6 @@ def test_check_yourself_offsets_agree_to_four_or_five_digits_not_seven():
     assert 1e-6 < rel < 1e-3
 
 
-def test_exercise_3_answer_14_pairs():
-    assert int((rope.wavelengths(128, 10000.0) > 8192).sum()) == 14
+def test_exercise_3_answer_4_pairs():
+    assert int((rope.wavelengths(128, 10000.0) > 4 * 8192).sum()) == 4
+    assert values(d_model=128, max_position=8193)["slow_pairs_at_max"] == 4
