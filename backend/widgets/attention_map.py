@@ -54,11 +54,15 @@ SPEC = WidgetSpec(
         # A local checkpoint keeps the widest range; compute() checks its real size.
         Param("layer", "layer", "int", default=0, min=0, max=MAX_LAYERS - 1, step=1,
               help="Counted from 0; used when 'average' is off.",
-              depends=(Depends("model", {"book": {"max": 3}, "minilm": {"max": 5}}),
+              depends=(Depends("model", {
+                  "book": {"max": 3, "note": "model 'book' has 4 layers"},
+                  "minilm": {"max": 5, "note": "model 'minilm' has 6 layers"}}),
                        Depends("average", {True: {"disabled": True}}))),
         Param("head", "head", "int", default=0, min=0, max=MAX_HEADS - 1, step=1,
               help="Counted from 0; used when 'average' is off.",
-              depends=(Depends("model", {"book": {"max": 3}, "minilm": {"max": 11}}),
+              depends=(Depends("model", {
+                  "book": {"max": 3, "note": "model 'book' has 4 heads per layer"},
+                  "minilm": {"max": 11, "note": "model 'minilm' has 12 heads per layer"}}),
                        Depends("average", {True: {"disabled": True}}))),
         Param("look_from", "look from the word", "text", default="it", max_length=40,
               help="The word whose row is read off for the top attended tokens. "

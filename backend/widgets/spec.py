@@ -27,7 +27,8 @@ class Depends:
 
     `cases` maps a value of the param named `on` to a patch of this param's constraints:
     `max`, `min` (numbers), `allowed` (the only values allowed, e.g. the divisors of a head
-    count) and `disabled` (True: the value is ignored, the page greys the control out). A value
+    count), `disabled` (True: the value is ignored, the page greys the control out) and `note`
+    (why, in words, added to the error message: "model 'book' has 4 layers"). A value
     of `on` with no case leaves the param's own constraints as they are (for example a local
     checkpoint whose size is only known once it is loaded: `compute` checks it then).
 
@@ -44,7 +45,7 @@ class Depends:
     on: str
     cases: dict = field(default_factory=dict)
 
-    KEYS = frozenset({"max", "min", "allowed", "disabled"})
+    KEYS = frozenset({"max", "min", "allowed", "disabled", "note"})
 
     def __post_init__(self):
         for when, patch in self.cases.items():
@@ -165,9 +166,9 @@ class Param:
         for dep in self.depends:
             patch = dep.patch_for(others.get(dep.on))
             if patch:
-                out.update({k: v for k, v in patch.items()})
-                out["why"].append(f"when {(labels or {}).get(dep.on, dep.on)} is "
-                                  f"{_plain(others.get(dep.on))}")
+                out.update({k: v for k, v in patch.items() if k != "note"})
+                why = f"when {(labels or {}).get(dep.on, dep.on)} is {_plain(others.get(dep.on))}"
+                out["why"].append(why + (f" ({patch['note']})" if "note" in patch else ""))
         return out
 
     def validate_with(self, value: Any, others: dict, labels: dict | None = None) -> Any:
