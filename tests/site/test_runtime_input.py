@@ -110,7 +110,8 @@ def test_layer_and_head_follow_the_model_and_the_average_box(page, server):
     assert (layer.get_attribute("max"), head.get_attribute("max")) == ("3", "3")  # book: 4 x 4
     first.locator("select[name=model]").select_option("minilm")
     assert (layer.get_attribute("max"), head.get_attribute("max")) == ("5", "11")  # MiniLM: 6 x 12
-    type_into(page, f'{A} input[name="head-value"]', "11")
+    first.locator('input[name="head-value"]').fill("11")
+    first.locator('input[name="head-value"]').dispatch_event("change")
     page.wait_for_function(f"""() => document.querySelector('{A} .tw-plot').layout.title.text
         .endsWith('layer 0, head 11')""", timeout=60_000)
     # back to the book's model: head 11 does not exist there; the control moves and says so

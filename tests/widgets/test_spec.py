@@ -149,3 +149,21 @@ def test_attention_map_ranges_are_the_models_real_sizes():
             eff = spec.param(name).effective({"model": model, "average": False})
             assert eff["max"] == n - 1, (model, name)
             assert spec.param(name).effective({"model": model, "average": True})["disabled"]
+
+
+def test_widget_blocks_get_instance_keys_and_explicit_ids():
+    import sys
+    from pathlib import Path
+
+    from mkdocs.exceptions import PluginError
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "widgets"))
+    import hook
+
+    seen: dict = {}
+    keys = [hook.instance_key("attention_map", b, seen, "p.md")
+            for b in ({}, {}, {"id": "second-look"})]
+    assert keys == ["attention_map", "attention_map.2", "second-look"]
+    for bad in ({"id": "attention_scaling"}, {"id": "has space"}, {"id": "second-look"}):
+        with pytest.raises(PluginError):
+            hook.instance_key("attention_map", bad, seen, "p.md")
