@@ -151,7 +151,8 @@ def test_offline_a_typed_sentence_with_no_baked_map_says_so(page, server):
     status = first.locator(".tw-status").inner_text()
     assert "sentence = \u201cA sentence nobody baked\u201d" in status
     assert first.get_attribute("data-source") == "precomputed"
-    assert page.evaluate(f"document.querySelector('{A} .tw-plot .main-svg')") is None  # no stand-in map
+    assert page.evaluate(f"document.querySelectorAll('{A}')[0].querySelector('.tw-plot .main-svg')") \
+        is None  # no stand-in map of the built-in sentence
     # the built-in sentence's other baked map is still offered for a baked sentence
     first.locator("textarea[name=text]").fill(
         "The animal didn't cross the street because it was too wide")

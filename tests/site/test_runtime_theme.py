@@ -20,7 +20,7 @@ PAINTED = """(sel) => {
   return {paper: getComputedStyle(root.querySelector('.main-svg')).backgroundColor,
           plot: bg.style.fill || bg.getAttribute('fill'),
           tick: lum(tick.style.fill || getComputedStyle(tick).fill),
-          page: lum(getComputedStyle(document.querySelector('.md-main') || document.body).backgroundColor)};
+          page: lum(getComputedStyle(document.body).backgroundColor)};
 }"""
 
 
@@ -48,7 +48,7 @@ def test_a_dark_page_opens_with_dark_plots_and_a_heatmap_whose_zero_is_the_page(
     page.wait_for_selector(f"{A} .tw-plot .main-svg", timeout=30_000)
     assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == "slate"
     trace = page.evaluate(f"document.querySelector('{A} .tw-plot').data[0]")
-    bg = page.evaluate("getComputedStyle(document.querySelector('.md-main') || document.body).backgroundColor")
+    bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert trace["colorscale"][0][1] == bg               # weight 0 is the page background
     assert trace.get("reversescale") in (False, None)
     light_end = trace["colorscale"][-1][1]
