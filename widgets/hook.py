@@ -25,6 +25,7 @@ import gzip
 import html
 import json
 import logging
+import posixpath
 import re
 import sys
 from functools import lru_cache
@@ -189,8 +190,16 @@ NOTEBOOK_PLOT = re.compile(r"<script(?: type=\"text/javascript\")?>(\s*window\.P
 
 def on_post_page(output: str, page, config) -> str:
     theme = json.dumps(theme_payload(), separators=(",", ":"))
-    output = output.replace(
-        "</head>", f'<script type="application/json" id="tw-theme">{theme}</script></head>', 1)
+    head = f'<script type="application/json" id="tw-theme">{theme}</script>'
+    if 'data-widget="' in output or "window.PLOTLYENV=" in output:
+        # A page with a figure starts fetching plotly.js at once, at low priority (after the
+        # text's CSS): the runtime's own <script> for it then finds it on its way.
+        plotly = posixpath.relpath("assets/vendor/plotly.min.js",
+                                   posixpath.dirname(page.url.rstrip("/") + "/x") or ".")
+        if not page.url:
+            plotly = "assets/vendor/plotly.min.js"
+        head += f'<link rel="preload" as="script" href="{plotly}" fetchpriority="low">'
+    output = output.replace("</head>", head + "</head>", 1)
     if page.file.src_uri.endswith(".ipynb"):
         output = NOTEBOOK_PLOT.sub(r'<script type="text/x-tw-plotly">\1', output)
         name = Path(page.file.src_uri).name  # mkdocs-jupyter serves it beside the page

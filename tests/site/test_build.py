@@ -134,6 +134,13 @@ def test_no_page_loads_plotly_up_front(built_site):
         assert re.search(r'<script src="[^"]*runtime\.js" defer>', html), page
         if page.name != "404.html":  # MkDocs renders 404 without page hooks; it has no figure
             assert '<script type="application/json" id="tw-theme">' in html.split("</head>")[0]
+        # a low-priority head start for plotly.js, only on pages that draw a figure
+        has_figure = 'data-widget="' in html or "window.PLOTLYENV=" in html
+        preload = re.search(r'<link rel="preload" as="script" href="([^"]*plotly\.min\.js)" '
+                            r'fetchpriority="low">', html)
+        assert bool(preload) == has_figure, page
+        if preload:
+            assert (page.parent / preload.group(1)).resolve().is_file()
 
 
 def test_notebook_figures_are_handed_to_the_runtime(built_site):
