@@ -5,6 +5,7 @@ In a chapter's markdown:
     ```widget
     name: attention_scaling
     params: {d_k: 128}          # optional: the values the page starts from
+    id: scaling-demo            # optional: the instance's key in shared links
     ```
 
 becomes a `<div data-widget>` carrying the widget's spec and results baked at build time
@@ -24,6 +25,7 @@ import gzip
 import html
 import json
 import logging
+import posixpath
 import re
 import sys
 from functools import lru_cache
@@ -39,6 +41,7 @@ if str(ROOT) not in sys.path:
 
 from backend.widgets import REGISTRY  # noqa: E402  (needs the repo root on sys.path)
 from backend.widgets.spec import ParamError  # noqa: E402
+from backend.widgets.style import theme_payload  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.widgets")
 
@@ -117,7 +120,28 @@ def render_value_call(match: re.Match, where: str) -> str:
     return html.escape(format_value(value, fmt))
 
 
-def render_widget_block(match: re.Match, where: str) -> str:
+INSTANCE_ID = re.compile(r"^[A-Za-z][\w-]{0,39}$")
+
+
+def instance_key(name: str, block: dict, seen: dict, where: str) -> str:
+    """The prefix of this instance's keys in the page URL. The first `attention_map` on a page
+    owns `attention_map.<param>`, the second `attention_map.2.<param>`, unless the block names
+    an explicit `id:`; two instances never share a key."""
+    seen[name] = seen.get(name, 0) + 1
+    key = block.get("id")
+    if key is not None:
+        if not isinstance(key, str) or not INSTANCE_ID.match(key) or key in REGISTRY:
+            raise PluginError(f"{where}: widget id {key!r} must be a short name (letters, digits, "
+                              "- or _) that is not a widget's name")
+    else:
+        key = name if seen[name] == 1 else f"{name}.{seen[name]}"
+    if key in seen.setdefault("__keys__", set()):
+        raise PluginError(f"{where}: two widgets on this page share the key {key!r}")
+    seen["__keys__"].add(key)
+    return key
+
+
+def render_widget_block(match: re.Match, where: str, instances: dict | None = None) -> str:
     try:
         block = yaml.safe_load(match.group("body")) or {}
     except yaml.YAMLError as exc:
@@ -125,6 +149,9 @@ def render_widget_block(match: re.Match, where: str) -> str:
     if not isinstance(block, dict) or "name" not in block:
         raise PluginError(f"{where}: a widget block needs `name: <widget>`")
     name = block["name"]
+    unknown = set(block) - {"name", "params", "id"}
+    if unknown:
+        raise PluginError(f"{where}: unknown key(s) {sorted(unknown)} in a widget block")
     start = block.get("params") or {}
     first = compute(name, start)
     spec = REGISTRY[name].SPEC
@@ -134,20 +161,54 @@ def render_widget_block(match: re.Match, where: str) -> str:
         if key not in seen:
             seen.add(key)
             baked.append(compute(name, point))
+    key = instance_key(name, block, {} if instances is None else instances, where)
     payload = {"spec": spec.to_json(), "start": first["params"], "api": API_BASE,
-               "baked": baked}
+               "key": key, "baked": baked}
     # `</` must not end the script element early; JSON allows the escaped form.
     data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
     indent = match.group("indent")
-    return (f'{indent}<div class="tw-widget" data-widget="{html.escape(name)}">'
+    return (f'{indent}<div class="tw-widget" data-widget="{html.escape(name)}" '
+            f'data-key="{html.escape(key)}">'
             f'<script type="application/json" class="tw-config">{data}</script>'
             f'<noscript>This interactive figure needs JavaScript.</noscript></div>')
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     where = page.file.src_uri
-    markdown = WIDGET_BLOCK.sub(lambda m: render_widget_block(m, where), markdown)
+    seen: dict = {}
+    markdown = WIDGET_BLOCK.sub(lambda m: render_widget_block(m, where, seen), markdown)
     return VALUE_CALL.sub(lambda m: render_value_call(m, where), markdown)
+
+
+# ------------------------------------------------------------------ pages: theme, notebooks
+
+# An executed notebook draws each figure with an inline `Plotly.newPlot` script. plotly.js now
+# arrives async (the runtime loads it only where a figure is), so those scripts are handed to
+# the runtime, which runs them once plotly.js is there (also after instant navigation).
+NOTEBOOK_PLOT = re.compile(r"<script(?: type=\"text/javascript\")?>(\s*window\.PLOTLYENV=)")
+
+
+def on_post_page(output: str, page, config) -> str:
+    theme = json.dumps(theme_payload(), separators=(",", ":"))
+    head = f'<script type="application/json" id="tw-theme">{theme}</script>'
+    if 'data-widget="' in output or "window.PLOTLYENV=" in output:
+        # A page with a figure starts fetching plotly.js at once, at low priority (after the
+        # text's CSS): the runtime's own <script> for it then finds it on its way.
+        plotly = posixpath.relpath("assets/vendor/plotly.min.js",
+                                   posixpath.dirname(page.url.rstrip("/") + "/x") or ".")
+        if not page.url:
+            plotly = "assets/vendor/plotly.min.js"
+        head += f'<link rel="preload" as="script" href="{plotly}" fetchpriority="low">'
+    output = output.replace("</head>", head + "</head>", 1)
+    if page.file.src_uri.endswith(".ipynb"):
+        output = NOTEBOOK_PLOT.sub(r'<script type="text/x-tw-plotly">\1', output)
+        name = Path(page.file.src_uri).name  # mkdocs-jupyter serves it beside the page
+        link = (f'<p class="tw-download"><a href="{html.escape(name)}" download>'
+                f'Download this notebook ({html.escape(name)})</a> to run it yourself '
+                '(needs torch, numpy and plotly).</p>')
+        output = re.sub(r'(<article class="md-content__inner md-typeset">)', r"\1" + link,
+                        output, count=1)
+    return output
 
 
 # --------------------------------------------------------------------------- assets, gzip

@@ -6,6 +6,18 @@
  * the older request). If the API cannot be reached it draws the nearest baked result under a
  * "precomputed" label, so the page keeps working from a static host or a train tunnel.
  * Mounting happens from Material's `document$`, so it survives instant navigation.
+ *
+ * What a reader can rely on:
+ * - plotly.js is fetched (async) only on pages with a figure; text, controls and values show
+ *   at once and the baked figure is drawn when plotly.js arrives. Notebook figures wait too.
+ * - A value is checked against the spec (including ranges that follow other controls, see
+ *   spec.Depends) before it is sent. An invalid value is refused in the words of the control's
+ *   label and the control goes back to the setting the figure shows; a 400 from the server marks
+ *   figure and values as still showing the previous setting, in words. The URL only ever
+ *   carries valid settings; an invalid one in a shared link is ignored with a notice.
+ * - Each widget instance owns its URL keys (`attention_map.model`, `attention_map.2.model`).
+ * - Figures follow the page's colour scheme, also on a live palette switch.
+ * - Each plot has a label, the result's text summary and a data table for screen readers.
  */
 (function () {
   "use strict";
@@ -15,6 +27,10 @@
   var REQUEST_TIMEOUT_MS = 15000;
   var PLOT_CONFIG = { responsive: true, displaylogo: false,
                       modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"] };
+  // plotly.js sits beside this script in the built site: assets/vendor/plotly.min.js
+  var SELF = document.currentScript && document.currentScript.src;
+  var PLOTLY_SRC = SELF ? SELF.replace(/book\/runtime\.js(\?.*)?$/, "vendor/plotly.min.js")
+                        : "/assets/vendor/plotly.min.js";
 
   // ---------------------------------------------------------------- formatting
 
@@ -63,55 +79,221 @@
     return node;
   }
 
+  // ------------------------------------------------------------------ plotly.js
+
+  /* plotly.js (about 500 KB compressed) is fetched once, async, by the first page that has a
+   * figure; it never blocks the text. Resolves with window.Plotly. */
+  var plotlyPromise = null;
+  function whenPlotly() {
+    if (window.Plotly) return Promise.resolve(window.Plotly);
+    if (!plotlyPromise) {
+      plotlyPromise = new Promise(function (resolve, reject) {
+        var s = document.createElement("script");
+        s.src = PLOTLY_SRC;
+        s.async = true;
+        s.onload = function () { keepPlotlyStyles(); resolve(window.Plotly); };
+        s.onerror = function () { plotlyPromise = null; reject(new Error("plotly.js did not load")); };
+        document.head.appendChild(s);
+      });
+    }
+    return plotlyPromise;
+  }
+
+  // --------------------------------------------------------------------- theme
+
+  /* Light and dark figure colours come from the server (backend/widgets/style.py), written
+   * into every page's head by the build hook. */
+  var THEME = null;
+  function themeData() {
+    if (!THEME) {
+      var node = document.getElementById("tw-theme");
+      THEME = node ? JSON.parse(node.textContent) : { themes: { light: {}, dark: {} } };
+    }
+    return THEME;
+  }
+
+  function scheme() {
+    return document.body.getAttribute("data-md-color-scheme") === "slate" ? "dark" : "light";
+  }
+
+  function pageBg() {
+    var probe = document.querySelector(".md-main") || document.body;
+    var c = getComputedStyle(probe).backgroundColor;
+    if (!c || c === "transparent" || /rgba\(.*,\s*0\)$/.test(c)) {
+      c = getComputedStyle(document.body).backgroundColor;
+    }
+    if (!c || c === "transparent" || /rgba\(.*,\s*0\)$/.test(c)) {
+      c = scheme() === "dark" ? "#1e2129" : "#ffffff";
+    }
+    return c;
+  }
+
+  function fillIn(obj, defaults) {  // defaults where the figure says nothing
+    var out = Object.assign({}, obj);
+    Object.keys(defaults).forEach(function (k) {
+      var d = defaults[k], v = out[k];
+      if (d && typeof d === "object" && !Array.isArray(d)) {
+        out[k] = fillIn(v && typeof v === "object" ? v : (typeof v === "string" && k === "title"
+                                                          ? { text: v } : {}), d);
+      } else if (v === undefined) {
+        out[k] = d;
+      }
+    });
+    return out;
+  }
+
+  /* The page's theme laid over a figure: transparent paper and plot, text, grid and axis
+   * colours from the scheme, a weight heatmap whose zero end is the page background. */
+  function themed(data, layout) {
+    var t = themeData().themes[scheme()] || {};
+    var font = { color: t.font };
+    var axis = { gridcolor: t.grid, zerolinecolor: t.zeroline, linecolor: t.line,
+                 tickfont: font, title: { font: font } };
+    var lay = fillIn(layout, { font: font, title: { font: font }, legend: { font: font },
+                               hoverlabel: { bgcolor: t.hover_bg, font: font } });
+    lay.paper_bgcolor = "rgba(0,0,0,0)";   // never a white panel on a dark page
+    lay.plot_bgcolor = "rgba(0,0,0,0)";
+    var axes = Object.keys(lay).filter(function (k) { return /^[xy]axis\d*$/.test(k); });
+    if (axes.indexOf("xaxis") < 0) axes.push("xaxis");
+    if (axes.indexOf("yaxis") < 0) axes.push("yaxis");
+    axes.forEach(function (k) { lay[k] = fillIn(lay[k] || {}, axis); });
+    if (lay.annotations) {
+      lay.annotations = lay.annotations.map(function (a) { return fillIn(a, { font: font }); });
+    }
+    var weight = themeData().weight_scale, scales = themeData().weight_scales || {};
+    var bg = pageBg();
+    var out = (data || []).map(function (tr) {
+      var copy = Object.assign({}, tr);
+      if (copy.colorbar || /heatmap|contour/.test(copy.type || "")) {
+        copy.colorbar = fillIn(copy.colorbar || {}, { tickfont: font, title: { font: font } });
+      }
+      if (weight && copy.colorscale === weight && scales[scheme()]) {
+        copy.colorscale = scales[scheme()].map(function (s) {
+          return [s[0], s[1] === "bg" ? bg : s[1]];
+        });
+        copy.reversescale = false;
+      }
+      return copy;
+    });
+    return { data: out, layout: lay };
+  }
+
   // ------------------------------------------------------------------ controls
 
   function isLog(p) { return p.scale === "log2" && p.min > 0; }
+  function isNum(p) { return p.type === "int" || p.type === "float"; }
 
   /* Slider position <-> parameter value. Log-scaled sliders stop at powers of two; the number
    * box beside every slider takes any allowed value. */
   function toSlider(p, v) { return isLog(p) ? Math.log2(v) : v; }
-  function fromSlider(p, s) {
+  function fromSlider(p, s, eff) {
     var v = isLog(p) ? Math.pow(2, s) : s;
     if (p.type === "int") v = Math.round(v);
-    return Math.min(p.max, Math.max(p.min, v));
+    return Math.min(eff.max, Math.max(eff.min, v));
   }
+
+  function plain(v) { return typeof v === "boolean" ? (v ? "true" : "false") : String(v); }
+
+  /* A param's constraints given the other params (mirror of spec.Param.effective). */
+  function effective(p, params, labels) {
+    var out = { min: p.min, max: p.max, allowed: null, disabled: false, why: [] };
+    (p.depends || []).forEach(function (dep) {
+      var have = params[dep.on];
+      (dep.cases || []).forEach(function (c) {
+        if (c[0] !== have) return;  // strict: true never matches 1
+        Object.keys(c[1]).forEach(function (k) { if (k !== "note") out[k] = c[1][k]; });
+        out.why.push("when " + ((labels || {})[dep.on] || dep.on) + " is " + plain(have) +
+                     (c[1].note ? " (" + c[1].note + ")" : ""));
+      });
+    });
+    return out;
+  }
+
+  /* The message spec.py would send for this value, or null if it is valid (same words). */
+  function check(p, v, params, labels) {
+    var where = "'" + p.label + "'";
+    if (isNum(p)) {
+      if (typeof v !== "number" || !isFinite(v)) {
+        return where + " must be " + (p.type === "int" ? "an integer" : "a number") +
+               ", got " + (typeof v === "string" ? JSON.stringify(v) : String(v));
+      }
+      if (p.type === "int" && Math.round(v) !== v) return where + " must be an integer, got " + v;
+    } else if (p.type === "bool") {
+      if (typeof v !== "boolean") return where + " must be true or false, got " + JSON.stringify(v);
+    } else if (p.type === "choice") {
+      if (p.options.indexOf(v) < 0) {
+        return where + " must be one of " + p.options.map(function (o) { return "'" + o + "'"; })
+          .join(", ") + ", got " + JSON.stringify(v);
+      }
+    } else if (p.type === "text") {
+      var n = Array.from(v).length;
+      if (n > p.max_length) return where + " is " + n + " characters long; the limit is " + p.max_length;
+      if (!v.trim()) return where + " must not be empty";
+    }
+    var eff = effective(p, params, labels);
+    var why = eff.why.length ? " " + eff.why.join(" and ") : "";
+    if (isNum(p) && !(v >= p.min && v <= p.max)) {
+      return where + " must be from " + p.min + " to " + p.max + ", got " + v;
+    }
+    if (eff.disabled || !(p.depends || []).length) return null;
+    if (eff.allowed && eff.allowed.indexOf(v) < 0) {
+      return where + " must be one of " + eff.allowed.map(plain).join(", ") + why + ", got " + plain(v);
+    }
+    if (isNum(p) && !(v >= eff.min && v <= eff.max)) {
+      return where + " must be from " + eff.min + " to " + eff.max + why + ", got " + v;
+    }
+    return null;
+  }
+
+  function valueText(p, v) { return formatValue(v, p.type === "int" ? "d" : ".4g") +
+                                    (p.unit ? " " + p.unit : ""); }
 
   function buildControl(widget, p) {
     var id = "tw-" + widget.uid + "-" + p.name;
-    var row = el("div", { "class": "tw-control tw-" + p.type });
+    var row = el("div", { "class": "tw-control tw-" + p.type, "data-param": p.name });
     var label = el("label", { "for": id }, p.label);
     if (p.help) label.title = p.help;
     row.appendChild(label);
     var v = widget.params[p.name];
+    var c = { row: row, label: label };
 
-    if (p.type === "int" || p.type === "float") {
+    if (isNum(p)) {
       var slider = el("input", { type: "range", id: id, name: p.name,
         min: toSlider(p, p.min), max: toSlider(p, p.max),
         step: isLog(p) ? 1 : (p.step || "any"), value: toSlider(p, v) });
-      slider.setAttribute("aria-label", p.label);
       var box = el("input", { type: "number", name: p.name + "-value", min: p.min, max: p.max,
         step: p.step || "any", value: v, inputmode: p.type === "int" ? "numeric" : "decimal" });
       box.setAttribute("aria-label", p.label + " (exact value)");
       slider.addEventListener("input", function () {
-        var nv = fromSlider(p, +slider.value);
+        var nv = fromSlider(p, +slider.value, widget.effective(p));
         box.value = nv;
+        slider.setAttribute("aria-valuetext", valueText(p, nv));
         widget.set(p.name, nv);
       });
       box.addEventListener("change", function () {
-        if (box.value === "") return;
         var nv = +box.value;
-        // Out-of-range or fractional values go to the API as typed: its message says why.
-        if (nv >= p.min && nv <= p.max) slider.value = toSlider(p, nv);
+        var problem = box.value === ""
+          ? "'" + p.label + "' needs " + (p.type === "int" ? "an integer" : "a number") +
+            " from " + widget.effective(p).min + " to " + widget.effective(p).max
+          : widget.check(p, nv);
+        if (problem) {
+          // Refused before it is sent: the control returns to the setting the figure shows.
+          widget.refuse(problem, p);
+          return;
+        }
         widget.set(p.name, nv);
       });
       row.appendChild(slider);
       row.appendChild(box);
       if (p.unit) row.appendChild(el("span", { "class": "tw-unit" }, p.unit));
+      c.slider = slider;
+      c.box = box;
     } else if (p.type === "bool") {
       var check = el("input", { type: "checkbox", id: id, name: p.name });
       check.checked = !!v;
       check.addEventListener("change", function () { widget.set(p.name, check.checked); });
       row.appendChild(check);
+      c.input = check;
     } else if (p.type === "choice") {
       var select = el("select", { id: id, name: p.name });
       p.options.forEach(function (o) {
@@ -121,14 +303,26 @@
       });
       select.addEventListener("change", function () { widget.set(p.name, select.value); });
       row.appendChild(select);
+      c.input = select;
     } else if (p.type === "text") {
-      var input = el("textarea", { id: id, name: p.name, rows: 2, maxlength: p.max_length,
-                                   spellcheck: "false" });
+      var countId = id + "-count";
+      var input = el("textarea", { id: id, name: p.name, rows: 2, spellcheck: "false",
+                                   "aria-describedby": countId });
+      // No maxlength: a long paste is not silently cut; the count and the message say why.
       input.value = v;
-      input.addEventListener("input", function () { widget.set(p.name, input.value, 400); });
+      var count = el("span", { "class": "tw-count", id: countId, "aria-live": "polite" });
+      input.addEventListener("input", function () {
+        widget.updateCount(p);
+        var problem = widget.check(p, input.value);
+        if (problem) { widget.refuse(problem, p, true); return; }
+        widget.set(p.name, input.value, 400);
+      });
       row.appendChild(input);
+      row.appendChild(count);
+      c.input = input;
+      c.count = count;
     }
-    return row;
+    return c;
   }
 
   // -------------------------------------------------------------------- widget
@@ -137,40 +331,70 @@
 
   function Widget(root) {
     var config = JSON.parse(root.querySelector("script.tw-config").textContent);
+    var self = this;
     this.root = root;
     this.uid = ++uidCounter;
     this.spec = config.spec;
+    this.key = config.key || this.spec.name;   // this instance's prefix in the page URL
     this.api = (config.api || "/api").replace(/\/$/, "");
     this.baked = config.baked;
     this.params = Object.assign({}, config.start);
+    this.labels = {};
+    this.spec.params.forEach(function (p) { self.labels[p.name] = p.label; });
+    this.shown = null;      // the result whose figure and values are on the page
+    this.stickyNotice = ""; // about the link the page was opened with, until the reader acts
+    this.movedNotice = "";  // a control that moved because another one changed its range
     this.timer = null;
     this.inflight = null;
     this.seq = 0;
     var fromUrl = this.readUrl();
     this.build();
+    this.applyDepends();
     this.show(this.baked[0], { precomputed: "built" });
     if (fromUrl) this.request();  // a shared link: compute the setting it names
   }
 
+  Widget.prototype.effective = function (p) { return effective(p, this.params, this.labels); };
+  Widget.prototype.check = function (p, v) { return check(p, v, this.params, this.labels); };
+
   /* Settings are mirrored into the page's query string (`?attention_scaling.d_k=256`), so a
-   * reader or an instructor can share exactly what they are looking at. */
+   * reader or an instructor can share exactly what they are looking at. Only valid values are
+   * taken from a link; the others are named in a notice and ignored. */
   Widget.prototype.readUrl = function () {
     var self = this, query = new URLSearchParams(window.location.search), found = false;
+    var ignored = [];
     this.spec.params.forEach(function (p) {
-      var raw = query.get(self.spec.name + "." + p.name);
+      var raw = query.get(self.key + "." + p.name);
       if (raw === null) return;
+      var v = raw;
+      if (isNum(p)) v = raw.trim() === "" || isNaN(+raw) ? raw : +raw;
+      else if (p.type === "bool") v = raw === "true" || raw === "1" ? true
+                                    : raw === "false" || raw === "0" ? false : raw;
+      var trial = Object.assign({}, self.params);
+      trial[p.name] = v;
+      var problem = check(p, v, trial, self.labels);
+      if (problem) { ignored.push(problem); return; }
+      self.params[p.name] = v;
       found = true;
-      if (p.type === "int" || p.type === "float") self.params[p.name] = raw === "" ? raw : +raw;
-      else if (p.type === "bool") self.params[p.name] = raw === "true" || raw === "1";
-      else self.params[p.name] = raw;
     });
+    // a later rule may now fail for a value taken earlier (layer=5 before model=book)
+    this.spec.params.forEach(function (p) {
+      var problem = check(p, self.params[p.name], self.params, self.labels);
+      if (problem) {
+        ignored.push(problem);
+        self.params[p.name] = self.baked[0].params[p.name];
+      }
+    });
+    if (ignored.length) {
+      this.stickyNotice = "This link's setting was ignored: " + ignored.join("; ") + ".";
+    }
     return found;
   };
 
-  Widget.prototype.writeUrl = function () {
+  Widget.prototype.writeUrl = function (params) {
     var self = this, query = new URLSearchParams(window.location.search);
     this.spec.params.forEach(function (p) {
-      var key = self.spec.name + "." + p.name, v = self.params[p.name];
+      var key = self.key + "." + p.name, v = params[p.name];
       if (v === self.baked[0].params[p.name]) query.delete(key);
       else query.set(key, String(v));
     });
@@ -183,19 +407,91 @@
     var self = this;
     var form = el("form", { "class": "tw-controls" });
     form.addEventListener("submit", function (e) { e.preventDefault(); });
-    this.spec.params.forEach(function (p) { form.appendChild(buildControl(self, p)); });
-    this.plot = el("div", { "class": "tw-plot" });
+    this.controls = {};
+    this.spec.params.forEach(function (p) {
+      var c = buildControl(self, p);
+      self.controls[p.name] = c;
+      form.appendChild(c.row);
+    });
+    var titleId = "tw-" + this.uid + "-title", summaryId = "tw-" + this.uid + "-summary";
+    this.plot = el("div", { "class": "tw-plot", role: "figure", "aria-labelledby": titleId,
+                            "aria-describedby": summaryId });
+    this.summary = el("p", { "class": "tw-summary tw-sr", id: summaryId });
     this.valuesBox = el("dl", { "class": "tw-values" });
+    this.table = el("details", { "class": "tw-table" });
+    this.table.hidden = true;
     this.status = el("p", { "class": "tw-status", "aria-live": "polite" });
     this.error = el("p", { "class": "tw-error", role: "alert" });
     this.error.hidden = true;
-    var title = el("p", { "class": "tw-title" }, this.spec.title);
-    this.root.appendChild(title);
-    this.root.appendChild(form);
-    this.root.appendChild(this.error);
-    this.root.appendChild(this.plot);
-    this.root.appendChild(this.valuesBox);
-    this.root.appendChild(this.status);
+    this.notice = el("p", { "class": "tw-notice", role: "status" });
+    this.notice.hidden = true;
+    var title = el("p", { "class": "tw-title", id: titleId }, this.spec.title);
+    [title, form, this.error, this.notice, this.plot, this.summary, this.valuesBox, this.table,
+     this.status].forEach(function (n) { self.root.appendChild(n); });
+    this.spec.params.forEach(function (p) { if (p.type === "text") self.updateCount(p); });
+  };
+
+  /* Put every control in line with this.params: values, dependent ranges, disabled states. */
+  Widget.prototype.syncControl = function (p) {
+    var c = this.controls[p.name], v = this.params[p.name];
+    if (c.slider) {
+      c.slider.value = toSlider(p, v);
+      c.box.value = v;
+      c.slider.setAttribute("aria-valuetext", valueText(p, v));
+    } else if (p.type === "bool") {
+      c.input.checked = !!v;
+    } else if (c.input && c.input.value !== v) {
+      c.input.value = v;
+    }
+    if (p.type === "text") this.updateCount(p);
+  };
+
+  /* Ranges and states that follow other controls (spec.Depends). A value the new range
+   * excludes moves to the nearest allowed one, and a notice says so. */
+  Widget.prototype.applyDepends = function () {
+    var self = this, moved = [];
+    this.spec.params.forEach(function (p) {
+      if (!(p.depends || []).length) { self.syncControl(p); return; }
+      var eff = self.effective(p), c = self.controls[p.name];
+      var inputs = c.slider ? [c.slider, c.box] : [c.input];
+      inputs.forEach(function (i) { i.disabled = !!eff.disabled; });
+      c.row.classList.toggle("tw-disabled", !!eff.disabled);
+      if (c.slider) {
+        c.slider.min = toSlider(p, eff.min);
+        c.slider.max = toSlider(p, eff.max);
+        c.box.min = eff.min;
+        c.box.max = eff.max;
+        var v = self.params[p.name];
+        if (!eff.disabled) {
+          var nv = Math.min(eff.max, Math.max(eff.min, v));
+          if (eff.allowed && eff.allowed.indexOf(nv) < 0) {
+            nv = eff.allowed.reduce(function (a, b) { return Math.abs(b - v) < Math.abs(a - v) ? b : a; });
+          }
+          if (nv !== v) {
+            self.params[p.name] = nv;
+            moved.push("'" + p.label + "' set to " + nv + " " + eff.why.join(" and "));
+          }
+        }
+      }
+      self.syncControl(p);
+    });
+    return moved;
+  };
+
+  Widget.prototype.updateCount = function (p) {
+    var c = this.controls[p.name];
+    if (!c || !c.count) return;
+    var n = Array.from(c.input.value).length;
+    var text = n + " / " + p.max_length + " characters";
+    var values = this.shown && this.shown.values;
+    var tokens = (this.spec.outputs || []).filter(function (o) { return o.name === "n_tokens"; })[0];
+    var first = this.spec.params.filter(function (q) { return q.type === "text"; })[0];
+    if (values && "n_tokens" in values && first && first.name === p.name &&
+        this.shown.params && this.shown.params[p.name] === c.input.value) {
+      text += " · " + values.n_tokens + " " + (tokens ? tokens.label : "tokens");
+    }
+    c.count.textContent = text;
+    c.count.classList.toggle("tw-over", n > p.max_length);
   };
 
   /* A change is sent at once when the line is quiet (a click, a key press, the first step of
@@ -204,7 +500,11 @@
    * keystroke. */
   Widget.prototype.set = function (name, value, delay) {
     this.params[name] = value;
-    this.writeUrl();
+    var moved = this.applyDepends();
+    this.stickyNotice = "";
+    this.movedNotice = moved.length ? moved.join("; ") + "." : "";
+    this.setNotice(this.movedNotice);
+    this.clearError();
     var self = this;
     clearTimeout(this.timer);
     var quiet = !this.inflight && performance.now() - (this.lastSent || 0) > DEBOUNCE_MS;
@@ -213,6 +513,43 @@
     } else {
       this.timer = setTimeout(function () { self.request(); }, delay || DEBOUNCE_MS);
     }
+  };
+
+  Widget.prototype.describeOne = function (p, v) {
+    if (p.type === "text") {
+      var t = Array.from(String(v));
+      v = "\u201c" + (t.length > 40 ? t.slice(0, 39).join("") + "\u2026" : t.join("")) + "\u201d";
+    } else {
+      v = plain(v);
+    }
+    return p.label + " = " + v;
+  };
+
+  /* In words: the setting the figure shows now ("head dim d_k = 64, positions = 8"). */
+  Widget.prototype.describe = function (params) {
+    var self = this;
+    return this.spec.params.filter(function (p) {
+      return !self.effective(p).disabled;
+    }).map(function (p) { return self.describeOne(p, params[p.name]); }).join(", ");
+  };
+
+  /* A value refused in the browser: say why, and put the control back to what is shown. */
+  Widget.prototype.refuse = function (message, p, keepTyping) {
+    clearTimeout(this.timer);
+    var shownParams = (this.shown && this.shown.params) || this.params;
+    if (!keepTyping) {
+      this.params[p.name] = shownParams[p.name];
+      this.syncControl(p);
+      this.showError(message + ". Kept " + p.label + " = " + plain(shownParams[p.name]) + ".");
+    } else {
+      this.showError(message + ". " + this.staleWords());
+      this.markStale(true);
+    }
+  };
+
+  Widget.prototype.staleWords = function () {
+    return "The figure and values still show " +
+      this.describe((this.shown && this.shown.params) || this.params) + ".";
   };
 
   Widget.prototype.request = function () {
@@ -225,10 +562,11 @@
     this.lastSent = started;
     var timeout = setTimeout(function () { controller.abort("timeout"); }, REQUEST_TIMEOUT_MS);
     this.root.classList.add("tw-busy");
+    var sent = Object.assign({}, this.params);
     fetch(this.api + "/widgets/" + encodeURIComponent(this.spec.name), {
       method: "POST",
       headers: { "Content-Type": "application/json", "Accept": "application/json" },
-      body: JSON.stringify(this.params),
+      body: JSON.stringify(sent),
       signal: controller.signal
     }).then(function (resp) {
       return resp.json().then(
@@ -239,14 +577,16 @@
       if (r.resp.ok && r.body && r.body.figure) {
         r.body.roundTripMs = performance.now() - started;
         self.show(r.body, {});
+        self.writeUrl(r.body.params || sent);
       } else if (r.body && r.body.error && r.resp.status < 500) {
-        self.showError(r.body.error);               // the reader's input: say what to fix
+        self.serverRefused(r.body);                // the reader's input: say what to fix
       } else {
-        self.fallback(r.body && r.body.error ? r.body.error : "HTTP " + r.resp.status);
+        self.fallback(r.body && r.body.error ? r.body.error : "HTTP " + r.resp.status, sent);
       }
     }).catch(function (err) {
       if (seq !== self.seq) return;                 // cancelled by a newer request
-      self.fallback(controller.signal.aborted ? "no answer in time" : "the server is unreachable");
+      self.fallback(controller.signal.aborted ? "no answer in time" : "the server is unreachable",
+                    sent);
     }).finally(function () {
       clearTimeout(timeout);
       if (seq === self.seq) {
@@ -256,28 +596,75 @@
     });
   };
 
-  /* The baked result closest to the current parameters (log distance on log sliders). */
-  Widget.prototype.nearestBaked = function () {
+  /* A 400: the figure keeps the last valid setting and says so; a number control named by the
+   * error goes back to the value the figure shows (text stays as typed, to be fixed). */
+  Widget.prototype.serverRefused = function (body) {
+    var p = null, self = this;
+    this.spec.params.forEach(function (q) { if (q.name === body.param) p = q; });
+    var shownParams = (this.shown && this.shown.params) || this.baked[0].params;
+    if (p && p.type !== "text") {
+      this.params[p.name] = shownParams[p.name];
+      this.applyDepends();
+    }
+    this.showError(body.error + (/[.!?]$/.test(body.error) ? " " : ". ") + self.staleWords());
+    this.markStale(true);
+  };
+
+  Widget.prototype.markStale = function (on) {
+    this.root.classList.toggle("tw-stale", !!on);
+    if (on) {
+      this.status.textContent = "Not updated: " + this.staleWords().replace(/^The/, "the");
+    }
+  };
+
+  /* The baked result closest to the current parameters (log distance on log sliders). A text
+   * or choice setting that no baked point has gets no stand-in: null. */
+  Widget.prototype.nearestBaked = function (want) {
     var self = this, best = null, bestD = Infinity;
     this.baked.forEach(function (b) {
-      var d = 0;
+      var d = 0, exact = true;
       self.spec.params.forEach(function (p) {
-        var want = self.params[p.name], have = b.params[p.name];
-        if (p.type === "int" || p.type === "float") {
+        var w = want[p.name], have = b.params[p.name];
+        if (isNum(p)) {
+          if (self.effective(p).disabled) return;
           var span = isLog(p) ? Math.log2(p.max / p.min) : (p.max - p.min) || 1;
-          var diff = isLog(p) ? Math.log2(Math.max(want, p.min) / have) : (want - have);
+          var diff = isLog(p) ? Math.log2(Math.max(w, p.min) / have) : (w - have);
           d += Math.pow(diff / span, 2);
-        } else if (want !== have) {
+        } else if ((p.type === "text" || p.type === "choice") && w !== have) {
+          exact = false;
+        } else if (w !== have) {
           d += 1;
         }
       });
-      if (d < bestD) { bestD = d; best = b; }
+      if (exact && d < bestD) { bestD = d; best = b; }
     });
     return best;
   };
 
-  Widget.prototype.fallback = function (why) {
-    this.show(this.nearestBaked(), { precomputed: "offline", why: why });
+  Widget.prototype.fallback = function (why, sent) {
+    var want = sent || this.params;
+    var best = this.nearestBaked(want);
+    if (best) {
+      this.show(best, { precomputed: "offline", why: why });
+      this.writeUrl(want);
+      return;
+    }
+    // No baked result for this sentence or choice: say so, never another setting's figure.
+    var self = this, missing = this.spec.params.filter(function (p) {
+      return (p.type === "text" || p.type === "choice") &&
+        !self.baked.some(function (b) { return b.params[p.name] === want[p.name]; });
+    });
+    this.shown = null;
+    this.clearError();
+    if (window.Plotly) window.Plotly.purge(this.plot);
+    this.plot.textContent = "";
+    this.valuesBox.textContent = "";
+    this.table.hidden = true;
+    this.summary.textContent = "";
+    this.root.dataset.source = "precomputed";
+    this.root.classList.add("tw-precomputed", "tw-nobaked");
+    this.status.textContent = why + ", and this page has no precomputed result for " +
+      missing.map(function (p) { return self.describeOne(p, want[p.name]); }).join(", ") + ". Go back to a built-in setting, or try again when the server answers.";
   };
 
   Widget.prototype.showError = function (message) {
@@ -286,46 +673,119 @@
     this.root.classList.add("tw-has-error");
   };
 
-  Widget.prototype.show = function (result, how) {
-    var self = this;
+  Widget.prototype.clearError = function () {
     this.error.hidden = true;
     this.root.classList.remove("tw-has-error");
+  };
+
+  Widget.prototype.setNotice = function (text) {
+    this.notice.textContent = text || "";
+    this.notice.hidden = !text;
+  };
+
+  Widget.prototype.draw = function () {
+    var self = this, result = this.shown;
+    if (!result) return;
     var fig = result.figure;
-    var layout = Object.assign({ autosize: true }, fig.layout);
-    if (this.root.clientWidth && this.root.clientWidth < NARROW_PX) {
-      // A figure may carry a patch for phone screens (e.g. stack side-by-side panels).
-      layout = merge(layout, fig.narrow || {});
-      layout.margin = Object.assign({}, layout.margin, { l: 45, r: 5 });
-    }
-    if (window.Plotly) {
-      window.Plotly.react(this.plot, fig.data, layout, PLOT_CONFIG);
-    } else {
-      this.plot.textContent = "The plotting library did not load.";
-    }
+    whenPlotly().then(function (Plotly) {
+      if (self.shown !== result) return;  // a newer result arrived meanwhile
+      var layout = Object.assign({ autosize: true }, fig.layout);
+      if (self.root.clientWidth && self.root.clientWidth < NARROW_PX) {
+        // A figure may carry a patch for phone screens (e.g. stack side-by-side panels).
+        layout = merge(layout, fig.narrow || {});
+        layout.margin = Object.assign({}, layout.margin, { l: 45, r: 5 });
+      }
+      var t = themed(fig.data, layout);
+      if (self.plot.textContent && !self.plot.classList.contains("js-plotly-plot")) {
+        self.plot.textContent = "";
+      }
+      return Plotly.react(self.plot, t.data, t.layout, PLOT_CONFIG).then(function () {
+        self.plot.querySelectorAll(".modebar-btn").forEach(function (b) {
+          if (!b.getAttribute("aria-label") && b.getAttribute("data-title")) {
+            b.setAttribute("aria-label", b.getAttribute("data-title"));
+          }
+        });
+      });
+    }).catch(function () {
+      self.plot.textContent = "The plotting library did not load; the values below are current.";
+    });
+  };
+
+  Widget.prototype.show = function (result, how) {
+    var self = this;
+    this.clearError();
+    this.root.classList.remove("tw-stale", "tw-nobaked");
+    this.shown = result;
+    this.draw();
     this.valuesBox.textContent = "";
+    var said = [];
     (this.spec.outputs || []).forEach(function (o) {
       if (!(o.name in result.values)) return;
+      var text = formatValue(result.values[o.name], o.fmt) + (o.unit ? " " + o.unit : "");
       var row = el("div", { "class": "tw-value", "data-name": o.name });
       row.appendChild(el("dt", {}, o.label));
-      row.appendChild(el("dd", {}, formatValue(result.values[o.name], o.fmt) +
-                                      (o.unit ? " " + o.unit : "")));
+      row.appendChild(el("dd", {}, text));
       self.valuesBox.appendChild(row);
+      said.push(o.label + " " + text);
     });
+    // The plot's text alternative: the result's own summary, else the values in words.
+    this.summary.textContent = result.summary ||
+      (this.spec.title + " for " + this.describe(result.params) + ". " + said.join("; ") + ".");
+    this.renderTable(result.table);
+    this.setNotice([result.notice, this.stickyNotice, this.movedNotice].filter(Boolean).join(" "));
+    this.spec.params.forEach(function (p) { if (p.type === "text") self.updateCount(p); });
     this.root.dataset.source = how.precomputed ? "precomputed" : "live";
     if (how.precomputed === "built") {
       this.status.textContent = "computed when the book was built. Move a control to " +
         "recompute it live.";
     } else if (how.precomputed === "offline") {
-      var at = this.spec.params.filter(function (p) { return p.type !== "text"; })
-        .map(function (p) { return p.name + " = " + result.params[p.name]; }).join(", ");
+      var at = this.spec.params.filter(function (p) {
+        return p.type !== "text" && !self.effective(p).disabled;
+      }).map(function (p) { return self.describeOne(p, result.params[p.name]); }).join(", ");
       this.status.textContent = how.why + ", so this is the nearest result baked " +
         "into the page: " + at + ".";
+    } else if (result.cached) {
+      // An answer from the server's cache: no compute time is claimed for it.
+      this.status.textContent = "Computed live on " + result.device + " earlier; this answer " +
+        "came from the server's cache (nothing recomputed); round trip " +
+        Math.round(result.roundTripMs) + " ms.";
     } else {
       this.status.textContent = "Computed live on " + result.device + " in " +
-        formatValue(result.elapsed_ms, ".3g") + " ms" + (result.cached ? " (cached)" : "") +
-        "; round trip " + Math.round(result.roundTripMs) + " ms.";
+        formatValue(result.elapsed_ms, ".3g") + " ms; round trip " +
+        Math.round(result.roundTripMs) + " ms.";
     }
     this.root.classList.toggle("tw-precomputed", !!how.precomputed);
+  };
+
+  /* The figure's data as a real table, in a closed <details> a screen reader can open. */
+  Widget.prototype.renderTable = function (table) {
+    var box = this.table;
+    box.textContent = "";
+    if (!table || !table.rows) { box.hidden = true; return; }
+    box.hidden = false;
+    box.appendChild(el("summary", {}, "Data table" + (table.caption ? ": " + table.caption : "")));
+    var wrap = el("div", { "class": "tw-table-scroll" });
+    var t = el("table", {});
+    if (table.caption) t.appendChild(el("caption", {}, table.caption));
+    if (table.columns) {
+      var tr = el("tr", {});
+      table.columns.forEach(function (c) { tr.appendChild(el("th", { scope: "col" }, String(c))); });
+      var thead = el("thead", {});
+      thead.appendChild(tr);
+      t.appendChild(thead);
+    }
+    var tbody = el("tbody", {});
+    table.rows.forEach(function (row) {
+      var r = el("tr", {});
+      row.forEach(function (cell, i) {
+        var text = typeof cell === "number" ? formatValue(cell, ".4g") : String(cell);
+        r.appendChild(el(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : {}, text));
+      });
+      tbody.appendChild(r);
+    });
+    t.appendChild(tbody);
+    wrap.appendChild(t);
+    box.appendChild(wrap);
   };
 
   // ------------------------------------------------------------ page plumbing
@@ -341,6 +801,48 @@
         throw err;
       }
     });
+  }
+
+  /* Executed notebooks' figure scripts (marked by the build hook) run once plotly.js is here. */
+  function drawNotebookFigures() {
+    var scripts = document.querySelectorAll('script[type="text/x-tw-plotly"]:not([data-done])');
+    if (!scripts.length) return;
+    whenPlotly().then(function () {
+      scripts.forEach(function (s) {
+        if (s.dataset.done) return;
+        s.dataset.done = "1";
+        try { (new Function(s.textContent))(); } catch (err) { console.error(err); }
+      });
+      themeNotebookFigures();
+    });
+  }
+
+  /* Notebook figures (not widgets) get the same theme, and a phone layout under 560 px. */
+  function themeNotebookFigures() {
+    if (!window.Plotly) return;
+    document.querySelectorAll(".js-plotly-plot").forEach(function (div) {
+      if (div.closest("[data-widget]") || !div.layout) return;
+      var layout = div.layout;
+      if (div.clientWidth && div.clientWidth < NARROW_PX) {
+        layout = merge(layout, { margin: { l: 45, r: 8, t: 40, b: 40 },
+                                 legend: { orientation: "h", y: -0.25, x: 0 } });
+      }
+      var t = themed(div.data, layout);
+      window.Plotly.react(div, t.data, t.layout, { responsive: true, displaylogo: false });
+    });
+  }
+
+  /* A live palette switch redraws every figure in the new scheme. */
+  var watching = false;
+  function watchScheme() {
+    if (watching || !window.MutationObserver) return;
+    watching = true;
+    new MutationObserver(function () {
+      document.querySelectorAll("[data-widget]").forEach(function (root) {
+        if (root.widget) root.widget.draw();
+      });
+      themeNotebookFigures();
+    }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
   }
 
   var CHAPTER_MATH = [{ left: "\\(", right: "\\)", display: false },
@@ -377,13 +879,40 @@
     }
   }
 
-  function onPage() {
-    renderMath();
-    mountAll();
-    keepPlotlyStyles();
+  /* SVG figures made for it (class tw-themed-svg, e.g. the loss curve) are inlined, so the
+   * page's colour scheme applies to them, live switch included. An <img> cannot see it. */
+  function inlineThemedSvgs() {
+    document.querySelectorAll('article img[src$=".svg"]:not([data-tw-checked])').forEach(function (img) {
+      img.dataset.twChecked = "1";
+      fetch(img.src).then(function (r) { return r.ok ? r.text() : ""; }).then(function (text) {
+        if (text.indexOf("tw-themed-svg") < 0) return;
+        var doc = new DOMParser().parseFromString(text, "image/svg+xml");
+        var svg = doc.documentElement;
+        if (!svg || svg.nodeName.toLowerCase() !== "svg") return;
+        svg = document.importNode(svg, true);
+        svg.classList.remove("tw-standalone");
+        if (img.alt) svg.setAttribute("aria-label", img.alt);
+        svg.removeAttribute("width");
+        svg.removeAttribute("height");
+        svg.style.maxWidth = "100%";
+        svg.style.height = "auto";
+        svg.style.width = (img.getAttribute("width") || "640") + "px";
+        if (img.parentNode) img.parentNode.replaceChild(svg, img);
+      }).catch(function () { /* the <img> stays: still readable, in light colours */ });
+    });
   }
 
-  window.bookWidgets = { formatValue: formatValue, mountAll: mountAll };
+  function onPage() {
+    inlineThemedSvgs();
+    renderMath();
+    mountAll();
+    drawNotebookFigures();
+    keepPlotlyStyles();
+    watchScheme();
+  }
+
+  window.bookWidgets = { formatValue: formatValue, mountAll: mountAll, whenPlotly: whenPlotly,
+                         effective: effective, check: check };
   if (window.document$ && window.document$.subscribe) {
     window.document$.subscribe(onPage);
   } else if (document.readyState === "loading") {

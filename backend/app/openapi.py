@@ -16,6 +16,10 @@ def _param_schema(p: Param) -> dict:
         schema["enum"] = list(p.options)
     if p.type == "text":
         schema.update(minLength=1, maxLength=p.max_length)
+    if p.depends:
+        # The range that follows other params (spec.Depends), in words and as data.
+        schema["description"] += f". Depends on other parameters: {p.describe_depends()}"
+        schema["x-depends"] = [d.to_json() for d in p.depends]
     return schema
 
 
@@ -53,7 +57,8 @@ def document(registry: dict) -> dict:
                 "responses": {
                     "200": {"description": "values and a Plotly figure", "content": {
                         "application/json": {"schema": {"$ref": "#/components/schemas/Result"}}}},
-                    "400": _error("a parameter is of the wrong type, out of range or unknown, "
+                    "400": _error("a parameter is of the wrong type, out of range (including a "
+                                  "range another parameter sets, see x-depends) or unknown, "
                                   "or the body is not a JSON object"),
                     "413": _error("the body is too large"),
                     "429": _error("rate limited"),
@@ -74,7 +79,15 @@ def document(registry: dict) -> dict:
                                       "values": {"type": "object"},
                                       "figure": {"type": "object"},
                                       "device": {"type": "string"},
-                                      "elapsed_ms": {"type": "number"},
-                                      "cached": {"type": "boolean"}}},
+                                      "elapsed_ms": {"type": "number", "description":
+                                                     "server time spent on this request (a "
+                                                     "cache lookup when cached)"},
+                                      "computed_ms": {"type": "number", "description":
+                                                      "time the computation took when it ran"},
+                                      "cached": {"type": "boolean"},
+                                      "summary": {"type": "string"},
+                                      "table": {"type": "object"},
+                                      "notice": {"type": "string", "description":
+                                                 "a caveat that is not an error"}}},
         }},
     }

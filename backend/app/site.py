@@ -15,6 +15,8 @@ from werkzeug.security import safe_join
 bp = Blueprint("site", __name__)
 
 CACHE_SECONDS = 600
+# Notebooks are served for download (the link at the top of each exercise page).
+mimetypes.add_type("application/x-ipynb+json", ".ipynb")
 
 
 def _site_dir() -> Path:

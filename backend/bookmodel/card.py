@@ -93,13 +93,24 @@ def loss_curve_svg(m: dict, width: int = 640, height: int = 360) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
         f'width="{width}" height="{height}" font-family="sans-serif" font-size="12" role="img" '
+        'class="tw-themed-svg tw-standalone" '
         'aria-label="Training and validation loss of the book\'s model">',
-        f'<rect width="{width}" height="{height}" fill="white"/>',
+        # Colours follow the page: inlined by the book's runtime, the page's own text and line
+        # colours apply (light and dark, also on a live switch); opened on its own, the
+        # reader's system colour scheme decides. No background: the page shows through.
+        "<style>"
+        ".tw-loss-text{fill:var(--md-default-fg-color,#1f2328)}"
+        ".tw-loss-grid{stroke:var(--md-default-fg-color--lightest,#d0d7de)}"
+        "@media (prefers-color-scheme: dark){"
+        ".tw-standalone .tw-loss-text{fill:#e6e8ee}.tw-standalone .tw-loss-grid{stroke:#3b4050}}"
+        "</style>",
+        f'<rect class="tw-bg" width="{width}" height="{height}" fill="none"/>',
+        '<g class="tw-loss-text">',
     ]
     y_step = 0.5 if y_hi - y_lo <= 4 else 1.0
     y = y_lo
     while y <= y_hi + 1e-9:
-        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" stroke="#ddd"/>')
+        parts.append(f'<line x1="{left}" x2="{width - right}" y1="{sy(y):.1f}" y2="{sy(y):.1f}" class="tw-loss-grid"/>')
         parts.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.1f}</text>')
         y += y_step
     for i in range(5):
@@ -120,5 +131,6 @@ def loss_curve_svg(m: dict, width: int = 640, height: int = 360) -> str:
     fin = m["final"]["val_loss"]
     parts.append(f'<text x="{left}" y="{top - 10}">final validation loss {fin:.3f} on all '
                  f'{m["final"]["val_tokens"]:,} held-out tokens, after {x_max:,} steps</text>')
+    parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

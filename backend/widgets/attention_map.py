@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 
 ENV_CHECKPOINT = "BOOK_HF_CHECKPOINT"  # a local folder with config.json, weights and a tokenizer
 MAX_CHARS = 500
@@ -49,10 +49,21 @@ SPEC = WidgetSpec(
                    "all-MiniLM-L6-v2. local: the instructor's checkpoint."),
         Param("average", "average over all layers and heads", "bool", default=True,
               help="The mean of every layer's and head's map, as in the LLM-101 handout."),
+        # The ranges follow the model (book: 4 layers x 4 heads, backend/bookmodel/weights/
+        # config.json; MiniLM: 6 x 12, its config.json; tests/widgets/test_spec.py checks both).
+        # A local checkpoint keeps the widest range; compute() checks its real size.
         Param("layer", "layer", "int", default=0, min=0, max=MAX_LAYERS - 1, step=1,
-              help="Counted from 0; used when 'average' is off."),
+              help="Counted from 0; used when 'average' is off.",
+              depends=(Depends("model", {
+                  "book": {"max": 3, "note": "model 'book' has 4 layers"},
+                  "minilm": {"max": 5, "note": "model 'minilm' has 6 layers"}}),
+                       Depends("average", {True: {"disabled": True}}))),
         Param("head", "head", "int", default=0, min=0, max=MAX_HEADS - 1, step=1,
-              help="Counted from 0; used when 'average' is off."),
+              help="Counted from 0; used when 'average' is off.",
+              depends=(Depends("model", {
+                  "book": {"max": 3, "note": "model 'book' has 4 heads per layer"},
+                  "minilm": {"max": 11, "note": "model 'minilm' has 12 heads per layer"}}),
+                       Depends("average", {True: {"disabled": True}}))),
         Param("look_from", "look from the word", "text", default="it", max_length=40,
               help="The word whose row is read off for the top attended tokens. "
                    "If the sentence lacks it, the last word is used."),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -19,6 +19,52 @@ class ParamError(ValueError):
     def __init__(self, message: str, param: str | None = None):
         super().__init__(message)
         self.param = param
+
+
+@dataclass(frozen=True)
+class Depends:
+    """How a param's range or state follows another param's value, declared as data.
+
+    `cases` maps a value of the param named `on` to a patch of this param's constraints:
+    `max`, `min` (numbers), `allowed` (the only values allowed, e.g. the divisors of a head
+    count), `disabled` (True: the value is ignored, the page greys the control out) and `note`
+    (why, in words, added to the error message: "model 'book' has 4 layers"). A value
+    of `on` with no case leaves the param's own constraints as they are (for example a local
+    checkpoint whose size is only known once it is loaded: `compute` checks it then).
+
+        Param("layer", "layer", "int", default=0, min=0, max=11, depends=(
+            Depends("model", {"book": {"max": 3}, "minilm": {"max": 5}}),
+            Depends("average", {True: {"disabled": True}}),
+        ))
+
+    The API validates with it (a 400 naming the real range), the page's control follows it,
+    and the OpenAPI document describes it. A numeric `on` may use every value of its range as
+    a case (`{h: {"allowed": divisors(h)} for h in range(1, 17)}`).
+    """
+
+    on: str
+    cases: dict = field(default_factory=dict)
+
+    KEYS = frozenset({"max", "min", "allowed", "disabled", "note"})
+
+    def __post_init__(self):
+        for when, patch in self.cases.items():
+            if not isinstance(patch, dict) or not set(patch) <= self.KEYS:
+                raise TypeError(f"Depends({self.on!r}): the case {when!r} must be a dict with "
+                                f"keys from {sorted(self.KEYS)}")
+
+    def patch_for(self, value: Any) -> dict:
+        for when, patch in self.cases.items():
+            # bool is an int in Python: True must not match a case for 1, nor 1 a case for True
+            if when == value and isinstance(when, bool) == isinstance(value, bool):
+                return patch
+        return {}
+
+    def to_json(self) -> dict:
+        return {"on": self.on,
+                "cases": [[when, {k: (list(v) if isinstance(v, tuple) else v)
+                                  for k, v in patch.items()}]
+                          for when, patch in self.cases.items()]}
 
 
 @dataclass(frozen=True)
@@ -35,6 +81,7 @@ class Param:
     options: tuple[str, ...] = ()  # for "choice"
     max_length: int | None = None  # for "text"
     scale: str = "linear"  # "linear" | "log2": how the page's slider moves (int/float only)
+    depends: tuple[Depends, ...] = ()  # range or state that follows other params (see Depends)
 
     def __post_init__(self):
         if self.type not in {"int", "float", "bool", "choice", "text"}:
@@ -59,7 +106,7 @@ class Param:
 
     def validate(self, value: Any) -> Any:
         """Return the value coerced to the param's type, or raise ParamError naming the rule."""
-        where = f"'{self.name}'"
+        where = f"'{self.label}'"
         if self.type == "bool":
             if isinstance(value, bool):
                 return value
@@ -105,10 +152,57 @@ class Param:
         return value
 
     def to_json(self) -> dict:
-        d = {k: v for k, v in asdict(self).items() if v not in (None, "", ())}
+        d = {k: v for k, v in asdict(self).items() if v not in (None, "", ()) and k != "depends"}
         if self.type == "choice":
             d["options"] = list(self.options)
+        if self.depends:
+            d["depends"] = [dep.to_json() for dep in self.depends]
         return d
+
+    def effective(self, others: dict, labels: dict | None = None) -> dict:
+        """This param's constraints given the other params' values: {min, max, allowed,
+        disabled, why} where `why` names the settings that changed them ("when model is book")."""
+        out = {"min": self.min, "max": self.max, "allowed": None, "disabled": False, "why": []}
+        for dep in self.depends:
+            patch = dep.patch_for(others.get(dep.on))
+            if patch:
+                out.update({k: v for k, v in patch.items() if k != "note"})
+                why = f"when {(labels or {}).get(dep.on, dep.on)} is {_plain(others.get(dep.on))}"
+                out["why"].append(why + (f" ({patch['note']})" if "note" in patch else ""))
+        return out
+
+    def validate_with(self, value: Any, others: dict, labels: dict | None = None) -> Any:
+        """`value` (already valid on its own) against the rules other params set for it."""
+        eff = self.effective(others, labels)
+        if eff["disabled"] or not self.depends:
+            return value
+        why = " and ".join(eff["why"])
+        suffix = f" {why}" if why else ""
+        if eff["allowed"] is not None and value not in eff["allowed"]:
+            allowed = ", ".join(_plain(a) for a in eff["allowed"])
+            raise ParamError(f"'{self.label}' must be one of {allowed}{suffix}, got {_plain(value)}",
+                             self.name)
+        if self.type in {"int", "float"} and not (eff["min"] <= value <= eff["max"]):
+            raise ParamError(f"'{self.label}' must be from {_fmt(eff['min'])} to "
+                             f"{_fmt(eff['max'])}{suffix}, got {_fmt(value)}", self.name)
+        return value
+
+    def describe_depends(self) -> str:
+        """The dependency rules in words, for the API's documentation."""
+        parts = []
+        for dep in self.depends:
+            for when, patch in dep.cases.items():
+                bits = []
+                if "min" in patch:
+                    bits.append(f"at least {_fmt(patch['min'])}")
+                if "max" in patch:
+                    bits.append(f"at most {_fmt(patch['max'])}")
+                if "allowed" in patch:
+                    bits.append("one of " + ", ".join(_plain(a) for a in patch["allowed"]))
+                if patch.get("disabled"):
+                    bits.append("ignored")
+                parts.append(f"{' and '.join(bits)} when {dep.on} is {_plain(when)}")
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -139,6 +233,15 @@ class WidgetSpec:
     # not warmed at worker start.
     cost_hint: str = "light"
 
+    def __post_init__(self):
+        names = {p.name for p in self.params}
+        for p in self.params:
+            for dep in p.depends:
+                if dep.on not in names or dep.on == p.name:
+                    raise TypeError(f"{self.name}: {p.name!r} depends on unknown param {dep.on!r}")
+        # every default setting must satisfy every rule, so the page can always start
+        self.resolve({})
+
     def param(self, name: str) -> Param:
         for p in self.params:
             if p.name == name:
@@ -162,8 +265,13 @@ class WidgetSpec:
                 f"known parameters: {', '.join(sorted(known))}",
                 unknown[0],
             )
-        return {p.name: p.validate(body[p.name]) if p.name in body else p.default
-                for p in self.params}
+        values = {p.name: p.validate(body[p.name]) if p.name in body else p.default
+                  for p in self.params}
+        labels = {p.name: p.label for p in self.params}
+        for p in self.params:  # then the rules params set for each other (see Depends)
+            if p.depends:
+                p.validate_with(values[p.name], values, labels)
+        return values
 
     def bake_points(self) -> list[dict]:
         """Parameter sets to precompute at build time (defaults first, no duplicates)."""
@@ -216,6 +324,13 @@ def _fmt(x) -> str:
     if isinstance(x, float) and x.is_integer():
         return str(int(x))
     return str(x)
+
+
+def _plain(value) -> str:
+    """A value as a reader writes it: book, 3, true."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return _fmt(value) if isinstance(value, (int, float)) else str(value)
 
 
 def _show(value) -> str:

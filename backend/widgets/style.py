@@ -1,8 +1,10 @@
-"""What every widget's figure shares: the palette, the base layout, the phone patch.
+"""What every widget's figure shares: the palette, the base layout, the light and dark themes.
 
 Figures are plain Plotly JSON built on the server. They never hard-code a background or a text
-colour: the page's runtime lays the light or dark theme over every figure when it draws, so a
-widget only picks *meaningful* colours (which series is which) from `COLORS` below.
+colour: the page's runtime lays the light or dark theme below over every figure when it draws
+(and again on a live palette switch), so a widget only picks *meaningful* colours (which series
+is which) from `COLORS`. The themes travel to the page once, in a `<script id="tw-theme">`
+the build hook writes into every page's head; the runtime reads them from there.
 """
 
 from __future__ import annotations
@@ -21,7 +23,29 @@ COLORS = {
 SERIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#17becf", "#bcbd22", "#7f7f7f")
 # Sequential colour scale for weights in [0, 1] (attention maps, masks): 0 is the background.
+# A heatmap that names it (with or without plotly's `reversescale`) is drawn with the theme's
+# `WEIGHT_SCALES` entry, whose zero end is the page's own background colour ("bg").
 WEIGHT_SCALE = "Blues"
+
+# Text, grid and axis colours per colour scheme (Material's "default" = light, "slate" = dark).
+# Text colours meet WCAG AA (4.5:1) on the scheme's background; paper and plot stay transparent.
+THEMES = {
+    "light": {"font": "#1f2328", "muted": "#57606a", "grid": "#e1e4e8", "zeroline": "#afb8c1",
+              "line": "#8c959f", "hover_bg": "#ffffff"},
+    "dark": {"font": "#e6e8ee", "muted": "#b8bdc9", "grid": "#3b4050", "zeroline": "#5d6477",
+             "line": "#737b8f", "hover_bg": "#2a2e3a"},
+}
+WEIGHT_SCALES = {
+    "light": [[0.0, "bg"], [0.15, "#deebf7"], [0.4, "#9ecae1"], [0.7, "#3182bd"],
+              [1.0, "#08306b"]],
+    "dark": [[0.0, "bg"], [0.15, "#0b2a4f"], [0.4, "#1f5f9e"], [0.7, "#5aa0dc"],
+             [1.0, "#d6e9fb"]],
+}
+
+
+def theme_payload() -> dict:
+    """What the runtime needs to theme any figure (widgets and notebook figures alike)."""
+    return {"themes": THEMES, "weight_scale": WEIGHT_SCALE, "weight_scales": WEIGHT_SCALES}
 
 
 def base_layout(height: int = 420, **extra) -> dict:

@@ -52,20 +52,40 @@ def test_missing_params_take_defaults_and_results_are_cached(client):
     assert again["values"] == first["values"]
 
 
+def test_a_cached_answer_does_not_report_a_fresh_compute_time(client):
+    body = {"d_k": 512, "seed": 7}
+    first = client.post(URL, json=body).get_json()
+    again = client.post(URL, json=body).get_json()
+    assert first["cached"] is False and again["cached"] is True
+    assert first["elapsed_ms"] == first["computed_ms"]
+    # the compute time is still reported, under its own name; elapsed_ms is the lookup
+    assert again["computed_ms"] == first["computed_ms"]
+    assert again["elapsed_ms"] < first["computed_ms"]
+
+
+def test_optional_parts_of_a_result_pass_through(client, monkeypatch):
+    module = REGISTRY["attention_scaling"]
+    real = module.compute
+    monkeypatch.setattr(module, "compute", lambda p: {**real(p), "notice": "a caveat",
+                                                      "summary": "s", "table": {"rows": []}})
+    body = client.post(URL, json={"seed": 4321}).get_json()
+    assert body["notice"] == "a caveat" and body["summary"] == "s" and body["table"] == {"rows": []}
+
+
 def test_json_float_that_is_an_integer_is_accepted(client):
     assert client.post(URL, json={"d_k": 64.0}).get_json()["params"]["d_k"] == 64
 
 
 @pytest.mark.parametrize("body, fragment", [
-    ({"d_k": "64"}, "'d_k' must be an integer"),
-    ({"d_k": True}, "'d_k' must be an integer"),
-    ({"d_k": 64.5}, "'d_k' must be an integer"),
-    ({"d_k": None}, "'d_k' must be an integer"),
-    ({"d_k": [64]}, "'d_k' must be an integer"),
-    ({"d_k": 0}, "'d_k' must be from 1 to 1024"),
-    ({"d_k": 1025}, "'d_k' must be from 1 to 1024"),
-    ({"d_k": 10 ** 400}, "'d_k' must be from"),
-    ({"n_positions": 1}, "'n_positions' must be from 2 to 512"),
+    ({"d_k": "64"}, "'head dim d_k' must be an integer"),
+    ({"d_k": True}, "'head dim d_k' must be an integer"),
+    ({"d_k": 64.5}, "'head dim d_k' must be an integer"),
+    ({"d_k": None}, "'head dim d_k' must be an integer"),
+    ({"d_k": [64]}, "'head dim d_k' must be an integer"),
+    ({"d_k": 0}, "'head dim d_k' must be from 1 to 1024"),
+    ({"d_k": 1025}, "'head dim d_k' must be from 1 to 1024"),
+    ({"d_k": 10 ** 400}, "'head dim d_k' must be from"),
+    ({"n_positions": 1}, "'positions' must be from 2 to 512"),
     ({"seed": -1}, "'seed' must be from"),
     ({"head_dim": 64}, "unknown parameter 'head_dim'"),
 ])
@@ -190,3 +210,25 @@ def test_heavy_computations_run_one_at_a_time_and_light_ones_still_pass(tmp_path
             pass
     # every slot was given back
     assert guard.slots.acquire(timeout=0) and guard.heavy.acquire(timeout=0)
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ({"average": False, "layer": 4}, "'layer' must be from 0 to 3 when model is book (model 'book' has 4 layers), got 4"),
+    ({"average": False, "head": 7}, "'head' must be from 0 to 3 when model is book"),
+    ({"average": False, "model": "minilm", "layer": 6}, "from 0 to 5 when model is minilm"),
+    ({"average": False, "model": "minilm", "head": 12}, "'head' must be from 0 to 11, got 12"),
+])
+def test_attention_map_ranges_follow_the_model(client, body, fragment):
+    r = client.post("/api/widgets/attention_map", json=body)
+    assert r.status_code == 400
+    assert fragment in r.get_json()["error"]
+    assert r.get_json()["param"] in ("layer", "head")
+
+
+def test_openapi_describes_dependent_ranges(client):
+    doc = client.get("/api/openapi.json").get_json()
+    schema = doc["paths"]["/api/widgets/attention_map"]["post"]["requestBody"]["content"][
+        "application/json"]["schema"]["properties"]["layer"]
+    assert "at most 3 when model is book" in schema["description"]
+    assert "ignored when average is true" in schema["description"]
+    assert schema["x-depends"][0]["on"] == "model"

@@ -123,3 +123,33 @@ def test_the_exercise_notebook_ran_and_kept_its_figures(built_site):
 def test_text_assets_are_precompressed(built_site):
     assert (built_site / "assets/vendor/plotly.min.js.gz").is_file()
     assert (built_site / "chapters/scaling/index.html.gz").is_file()
+
+
+def test_no_page_loads_plotly_up_front(built_site):
+    """plotly.js is fetched by the runtime, async, only where a figure is (issue 8, item 9)."""
+    for page in built_site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        assert not re.search(r"<script[^>]*src=\"[^\"]*plotly", html), page.relative_to(built_site)
+        assert re.search(r'<script src="[^"]*runtime\.js" defer>', html), page
+        if page.name != "404.html":  # MkDocs renders 404 without page hooks; it has no figure
+            assert '<script type="application/json" id="tw-theme">' in html.split("</head>")[0]
+        # a low-priority head start for plotly.js, only on pages that draw a figure
+        has_figure = 'data-widget="' in html or "window.PLOTLYENV=" in html
+        preload = re.search(r'<link rel="preload" as="script" href="([^"]*plotly\.min\.js)" '
+                            r'fetchpriority="low">', html)
+        assert bool(preload) == has_figure, page
+        if preload:
+            assert (page.parent / preload.group(1)).resolve().is_file()
+
+
+def test_notebook_figures_are_handed_to_the_runtime(built_site):
+    html = (built_site / "exercises/01-variance/index.html").read_text(encoding="utf-8")
+    assert 'type="text/x-tw-plotly"' in html
+    assert not re.search(r"<script>\s*window\.PLOTLYENV", html)  # none would run before plotly
+    assert re.search(r'<a href="01-variance\.ipynb" download>', html)
+
+
+def test_each_widget_instance_owns_its_url_keys(built_site):
+    configs = widget_configs(built_site / "chapters/attention-maps/index.html")
+    assert [c["key"] for c in configs] == ["attention_map", "attention_map.2"]
+    assert widget_configs(built_site / "chapters/scaling/index.html")[0]["key"] == "attention_scaling"

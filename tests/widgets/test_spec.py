@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 
 TEXT = Param("text", "sentence", "text", default="hello", max_length=20)
 CHOICE = Param("model", "model", "choice", default="book", options=("book", "minilm"))
@@ -63,3 +63,107 @@ def test_bake_points_start_with_defaults_and_have_no_duplicates():
     assert points[0] == spec.defaults()
     assert len({tuple(sorted(p.items())) for p in points}) == len(points)
     assert {p["model"] for p in points} == {"book", "minilm"}
+
+
+# --- labels in messages, and ranges that follow other params (Depends) ---------------------
+
+def test_messages_name_the_control_by_its_label_not_its_code_name():
+    with pytest.raises(ParamError, match="'temperature' must be from 0 to 2, got 5"):
+        RATE.validate(5)
+    with pytest.raises(ParamError, match="'sentence' must not be empty"):
+        TEXT.validate(" ")
+
+
+MODEL = Param("model", "model", "choice", default="book", options=("book", "minilm", "local"))
+AVERAGE = Param("average", "average", "bool", default=True)
+LAYER = Param("layer", "layer", "int", default=0, min=0, max=11,
+              depends=(Depends("model", {"book": {"max": 3}, "minilm": {"max": 5}}),
+                       Depends("average", {True: {"disabled": True}})))
+N_HEADS = Param("n_heads", "heads", "int", default=4, min=1, max=8)
+N_KV = Param("n_kv", "KV heads", "int", default=2, min=1, max=8, depends=(
+    Depends("n_heads", {h: {"allowed": tuple(d for d in range(1, h + 1) if h % d == 0)}
+                        for h in range(1, 9)}),))
+
+
+def test_a_dependent_range_is_validated_with_the_real_range_named():
+    spec = WidgetSpec("w", "W", (MODEL, AVERAGE, LAYER))
+    assert spec.resolve({"layer": 3, "average": False})["layer"] == 3
+    with pytest.raises(ParamError, match="'layer' must be from 0 to 3 when model is book, got 4"):
+        spec.resolve({"layer": 4, "average": False})
+    assert spec.resolve({"layer": 5, "average": False, "model": "minilm"})["layer"] == 5
+    with pytest.raises(ParamError, match="from 0 to 5 when model is minilm"):
+        spec.resolve({"layer": 6, "average": False, "model": "minilm"})
+    # a disabled param is ignored (within its own static range), a model with no case keeps it
+    assert spec.resolve({"layer": 9, "average": True})["layer"] == 9
+    assert spec.resolve({"layer": 11, "average": False, "model": "local"})["layer"] == 11
+    with pytest.raises(ParamError, match="from 0 to 11, got 12"):
+        spec.resolve({"layer": 12, "average": True})
+
+
+def test_allowed_values_express_divisibility():
+    spec = WidgetSpec("w", "W", (N_HEADS, N_KV))
+    assert spec.resolve({"n_heads": 6, "n_kv": 3})["n_kv"] == 3
+    with pytest.raises(ParamError, match="'KV heads' must be one of 1, 2, 3, 6 when heads is 6, "
+                                         "got 4"):
+        spec.resolve({"n_heads": 6, "n_kv": 4})
+
+
+def test_depends_goes_to_the_page_and_a_bad_rule_is_refused():
+    j = LAYER.to_json()["depends"]
+    assert j[0] == {"on": "model", "cases": [["book", {"max": 3}], ["minilm", {"max": 5}]]}
+    assert j[1] == {"on": "average", "cases": [[True, {"disabled": True}]]}
+    assert N_KV.to_json()["depends"][0]["cases"][3] == [4, {"allowed": [1, 2, 4]}]
+    with pytest.raises(TypeError):
+        Depends("model", {"book": {"maximum": 3}})
+    with pytest.raises(TypeError, match="unknown param"):
+        WidgetSpec("w", "W", (LAYER,))
+    with pytest.raises(ParamError):  # defaults that break a rule: the spec contradicts itself
+        WidgetSpec("w", "W", (MODEL, Param("average", "average", "bool", default=False),
+                              Param("layer", "layer", "int", default=7, min=0, max=11,
+                                    depends=LAYER.depends)))
+
+
+def test_true_does_not_match_a_case_for_one():
+    assert Depends("x", {1: {"max": 1}}).patch_for(True) == {}
+    assert Depends("x", {True: {"max": 1}}).patch_for(1) == {}
+
+
+def test_attention_map_ranges_are_the_models_real_sizes():
+    """The numbers in attention_map's SPEC against the models' own config files."""
+    import json
+    from pathlib import Path
+
+    from backend.widgets import attention_map
+
+    spec = attention_map.SPEC
+    book = json.loads((Path(__file__).parents[2] / "backend/bookmodel/weights/config.json")
+                      .read_text())
+    sizes = {"book": (book["n_layers"], book["n_heads"])}
+    try:
+        mini = json.loads((attention_map.minilm_dir() / "config.json").read_text())
+        sizes["minilm"] = (mini["num_hidden_layers"], mini["num_attention_heads"])
+    except ParamError:
+        pass
+    for model, (n_layers, n_heads) in sizes.items():
+        for name, n in (("layer", n_layers), ("head", n_heads)):
+            eff = spec.param(name).effective({"model": model, "average": False})
+            assert eff["max"] == n - 1, (model, name)
+            assert spec.param(name).effective({"model": model, "average": True})["disabled"]
+
+
+def test_widget_blocks_get_instance_keys_and_explicit_ids():
+    import sys
+    from pathlib import Path
+
+    from mkdocs.exceptions import PluginError
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "widgets"))
+    import hook
+
+    seen: dict = {}
+    keys = [hook.instance_key("attention_map", b, seen, "p.md")
+            for b in ({}, {}, {"id": "second-look"})]
+    assert keys == ["attention_map", "attention_map.2", "second-look"]
+    for bad in ({"id": "attention_scaling"}, {"id": "has space"}, {"id": "second-look"}):
+        with pytest.raises(PluginError):
+            hook.instance_key("attention_map", bad, seen, "p.md")

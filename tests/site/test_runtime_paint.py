@@ -1,0 +1,111 @@
+"""Page weight, first paint and notebooks (issue 8: items 9 and 10).
+
+First paint is measured with Chromium's own network emulation (CDP) at 1.6 Mbit/s, the link
+the issue names, on a fresh browser context (empty cache), against the real gunicorn (which
+serves the build's .gz files)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+SCALING = "/chapters/scaling/"
+NOTEBOOK = "/exercises/01-variance/"
+W = '[data-widget="attention_scaling"]'
+LINK = {"offline": False, "latency": 40, "downloadThroughput": 1_600_000 / 8,
+        "uploadThroughput": 1_600_000 / 8}
+
+
+def throttled_load(browser, url, wait_for=None, **context_args):
+    context = browser.new_context(**({"viewport": {"width": 1200, "height": 900}} | context_args))
+    page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    cdp.send("Network.emulateNetworkConditions", LINK)
+    requested = []
+    page.on("request", lambda r: requested.append(r.url))
+    page.goto(url, wait_until="commit")
+    page.wait_for_function("performance.getEntriesByName('first-contentful-paint').length > 0",
+                           timeout=30_000)
+    figure_ms = None
+    if wait_for:
+        page.wait_for_selector(wait_for, timeout=60_000)
+        figure_ms = page.evaluate("performance.now()")
+    fcp = page.evaluate("performance.getEntriesByName('first-contentful-paint')[0].startTime")
+    return context, page, fcp, figure_ms, requested
+
+
+def test_a_chapter_paints_its_text_fast_on_a_slow_link_and_then_its_figure(browser, server):
+    context, page, fcp, figure_ms, requested = throttled_load(
+        browser, server + SCALING, wait_for=f"{W} .tw-plot .main-svg")
+    text_visible = page.evaluate("!!document.querySelector('article h1')")
+    print(f"\nscaling chapter at 1.6 Mbit/s: first contentful paint {fcp:.0f} ms, "
+          f"baked figure drawn at {figure_ms:.0f} ms")
+    context.close()
+    assert text_visible and fcp < 1500
+    assert any(u.endswith("plotly.min.js") for u in requested)
+
+
+def test_pages_without_a_figure_never_load_plotly(browser, server):
+    context, page, fcp, _, requested = throttled_load(browser, server + "/")
+    page.wait_for_load_state("load", timeout=60_000)
+    page.wait_for_timeout(300)
+    print(f"\nhome page at 1.6 Mbit/s: first contentful paint {fcp:.0f} ms")
+    context.close()
+    assert not any("plotly" in u for u in requested), requested
+    assert fcp < 1500
+
+
+def test_plotly_is_not_render_blocking(page, server):
+    page.goto(server + SCALING)
+    head_scripts = page.evaluate("""[...document.head.querySelectorAll('script[src]')]
+        .filter(s => !s.async && !s.defer && s.type !== 'module').map(s => s.src)""")
+    assert not any("plotly" in s for s in head_scripts), head_scripts
+
+
+def test_notebook_figures_wait_for_plotly_on_load_and_after_instant_navigation(page, server):
+    page.goto(server + NOTEBOOK)
+    page.wait_for_selector(".jupyter-wrapper .js-plotly-plot .main-svg", timeout=30_000)
+    assert page.console_errors == []  # no "Plotly is not defined" from the inline scripts
+    page.goto(server + "/")
+    page.click("article a[href*='01-variance']")
+    page.wait_for_selector(".jupyter-wrapper .js-plotly-plot .main-svg", timeout=30_000)
+    assert page.console_errors == []
+
+
+def test_each_notebook_page_links_its_ipynb_at_the_top(page, server):
+    page.goto(server + NOTEBOOK)
+    link = page.locator("article a[download][href$='.ipynb']").first
+    assert link.is_visible()
+    box = link.bounding_box()
+    assert box and box["y"] < 400  # at the top, above the first cell
+    url = page.evaluate("document.querySelector('article a[download]').href")
+    response = page.request.get(url)
+    assert response.status == 200, url
+    assert response.json()["cells"]  # the notebook itself
+
+
+def test_notebooks_fit_a_phone_without_layout_shift(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True, device_scale_factor=2)
+    page = context.new_page()
+    page.add_init_script("""window.__cls = 0; new PerformanceObserver(l => { for (const e of
+        l.getEntries()) if (!e.hadRecentInput) window.__cls += e.value; })
+        .observe({type: 'layout-shift', buffered: true});""")
+    page.goto(server + NOTEBOOK)
+    page.wait_for_selector(".jupyter-wrapper .js-plotly-plot .main-svg", timeout=30_000)
+    page.wait_for_timeout(800)
+    plot_w = page.evaluate("""Math.min(...[...document.querySelectorAll('.jupyter-wrapper .js-plotly-plot')]
+        .map(d => d._fullLayout._size.w))""")
+    pre = page.evaluate("""(() => { const p = document.querySelector('.jupyter-wrapper .jp-OutputArea-output pre');
+        const s = getComputedStyle(p); return [s.whiteSpace, s.overflowX]; })()""")
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    cls = page.evaluate("window.__cls")
+    print(f"\nnotebook on a 390 px phone: narrowest plot area {plot_w:.0f} px, CLS {cls:.3f}")
+    context.close()
+    assert plot_w >= 0.6 * 390  # was about 60 px: the plot area now takes most of the screen
+    assert pre == ["pre", "auto"]
+    assert overflow <= 0
+    assert cls < 0.1
