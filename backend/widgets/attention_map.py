@@ -463,6 +463,8 @@ def compute(params: dict) -> dict:
         "top_summary": top_summary,
         "weight_to": {k: round(v, 4) for k, v in weight_to.items()},
         "special_share": round(special_share, 4),
+        # what an even split of the look-from row would give each position it can see
+        "even_share": round(1 / (q + 1 if e.causal else T), 4),
         "future_weight": round(future, 6),
         "causal": future < 1e-6,
         "previous_token_rate": round(previous_rate, 4),
@@ -470,23 +472,35 @@ def compute(params: dict) -> dict:
         "sink": _study_values(model),
         "model_info": e.info,
     }
-    return {"values": values, "figure": figure(e, weights, q, selection),
+    return {"values": values, "figure": figure(e, weights, q, selection, words, owner),
             "summary": summary, "table": table, "notice": notice}
 
 
 # --- the figure ----------------------------------------------------------------------------
 
-WIDE_LABELS, NARROW_LABELS = 32, 14  # at most this many tick labels per axis
+WIDE_LABELS, NARROW_LABELS = 32, 20  # at most this many tick labels per axis
 
 
-def _ticks(labels: list[str], keep: int, always: int) -> dict:
-    """Every k-th token's label (and always the look-from row's); hover shows every token."""
+def _ticks(labels: list[str], words: list[str | None], keep: int, always: int | None) -> dict:
+    """At most about `keep` tick labels; hover names every token.
+
+    Short sentences label every token with its piece. Longer ones label only tokens that start
+    a word (or are special), at least every k-th position apart, with the whole word: "street"
+    rather than its first piece "stre". The look-from row (`always`) is always labelled.
+    """
     T = len(labels)
-    k = max(1, math.ceil(T / keep))
-    shown = sorted(set(range(0, T, k)) | ({always} if always is not None else set()))
+    k = math.ceil(T / keep)
+    if k <= 1:
+        return {"tickvals": list(range(T)), "ticktext": list(labels)}
+    shown, last = [], -k
+    for i in range(T):
+        if words[i] is not None and i - last >= k:
+            shown.append(i)
+            last = i
     if always is not None:  # a neighbour of the look-from label would overprint it
-        shown = [i for i in shown if i == always or abs(i - always) >= k]
-    return {"tickvals": shown, "ticktext": [labels[i] for i in shown]}
+        shown = sorted({i for i in shown if abs(i - always) >= k} | {always})
+    text = [words[i] if words[i] is not None else labels[i] for i in shown]
+    return {"tickvals": shown, "ticktext": text}
 
 
 def _colorscale() -> list:
@@ -497,14 +511,24 @@ def _colorscale() -> list:
     return [[0.0, f"rgba({r},{g},{b},0)"], [0.5, f"rgba({r},{g},{b},0.6)"], [1.0, f"rgba({r},{g},{b},1)"]]
 
 
-def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str) -> dict:
+def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
+           words: list[str], owner: list[int | None]) -> dict:
     T = len(e.tokens)
     labels = [_escape(t) for t in e.tokens]
+    # For thinned axes: the whole word at a word's first piece (and at the look-from row),
+    # a special token as itself, nothing at a word's later pieces.
+    starts = [_escape(e.tokens[i]) if e.special[i]
+              else _escape(words[o]) if o is not None and (i == 0 or owner[i - 1] != o)
+              else None for i, o in enumerate(owner)]
+    at_q = list(starts)
+    if owner[q] is not None:
+        at_q[q] = _escape(words[owner[q]])
     # Axis categories must be unique ("the" may occur twice): the hover names token and place.
     cats = [f"{lab} (#{i})" for i, lab in enumerate(labels)]
     font = 11 if T <= 24 else 10 if T <= 40 else 9
-    wide_x, wide_y = _ticks(labels, WIDE_LABELS, None), _ticks(labels, WIDE_LABELS, q)
-    narrow_x, narrow_y = _ticks(labels, NARROW_LABELS, None), _ticks(labels, NARROW_LABELS, q)
+    wide_x, wide_y = _ticks(labels, starts, WIDE_LABELS, None), _ticks(labels, at_q, WIDE_LABELS, q)
+    narrow_x = _ticks(labels, starts, NARROW_LABELS, None)
+    narrow_y = _ticks(labels, at_q, NARROW_LABELS, q)
     axis = {"type": "category", "tickmode": "array", "automargin": True, "showgrid": False,
             "tickfont": {"size": font}}
     word_cols = ~torch.tensor(e.special)
@@ -543,8 +567,9 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str) -> dict:
         },
         # Phones: fewer, smaller labels, the colour bar under the map, the title on two lines.
         "narrow": {
-            "title": {"text": f"{_escape(e.short)}<br>{selection}", "font": {"size": 13}, "y": 0.98,
-                      "yref": "container", "yanchor": "top"},
+            "title": {"text": f"{_escape(e.short.split(' (')[0])}: "
+                              f"{'mean of all heads' if selection.startswith('mean') else selection}",
+                      "font": {"size": 13}},
             "xaxis": {**narrow_x, "tickfont": {"size": 9}, "tickangle": -90,
                       "title": {"text": "attended to (key)", "font": {"size": 11}}},
             "yaxis": {**narrow_y, "tickfont": {"size": 9},
@@ -554,7 +579,7 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str) -> dict:
                                        "thickness": 8, "len": 1,
                                        "title": {"text": "weight", "side": "left"},
                                        "tickfont": {"size": 9}}},
-            "margin": {"t": 110, "b": 40},
+            "margin": {"t": 90, "b": 40},
             "height": 520,
         },
     }
