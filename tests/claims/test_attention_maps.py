@@ -89,7 +89,7 @@ def test_minilm_has_real_sinks_that_top_every_list(minilm):
 
 
 def test_some_minilm_heads_pour_most_of_their_weight_into_the_specials(minilm):
-    # "Several of MiniLM's other heads ... pour most of their weight into [CLS] and [SEP]"
+    # "Several of MiniLM's other heads pour most of their weight into [CLS] and [SEP]"
     assert minilm["strongest"]["share"] > 0.5
     assert minilm["heads_over_2x"] >= 3
 
@@ -188,6 +188,16 @@ def test_the_named_specialist_heads():
     # "MiniLM has one at layer 0, head 2"; "a next-token head too: layer 1, head 8"
     assert run(model="minilm", average=False, layer=0, head=2)["previous_token_rate"] > 0.5
     assert run(model="minilm", average=False, layer=1, head=8)["next_token_rate"] > 0.5
+
+
+def test_several_minilm_heads_look_mostly_at_the_token_itself():
+    # "Several of MiniLM's other heads, once [CLS] and [SEP] are set aside, look mostly at the
+    # token itself" (favourite word token, as the widget's previous/next-token rates count it)
+    e = am.encode("minilm", am.TIRED)
+    words = [i for i, sp in enumerate(e.special) if not sp]
+    favourite = e.maps[:, :, words][..., words].argmax(-1)  # (L, h, R)
+    own = (favourite == torch.arange(len(words))).float().mean(-1)  # (L, h)
+    assert int((own > 0.5).sum()) >= 3
 
 
 def test_layer_1_head_3_is_the_clearest_previous_token_head():
