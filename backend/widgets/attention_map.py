@@ -152,11 +152,14 @@ def _too_long(text: str, n: int, model: str) -> ParamError:
     letters = [c for c in text if not c.isspace()]
     per_char = n / max(len(letters), 1)
     if per_char >= 1 and sum(not c.isascii() for c in letters) > len(letters) / 2:
-        message += (f" This text takes about {per_char:.1f} tokens per character: outside the Latin "
-                    "alphabet the model's vocabulary splits a character into byte pieces.")
+        why = ("its byte-level vocabulary, learned from English, splits each character outside "
+               "the Latin alphabet into byte pieces" if model == "book" else
+               "its vocabulary has few whole words outside the Latin alphabet")
+        message += f" This text takes about {per_char:.1f} tokens per character: {why}."
     else:
-        fits = max(int(len(text.split()) * (MAX_TOKENS - 2) / n), 1)
-        message += f" Try a shorter sentence (about {fits} words fit)."
+        fits = int(len(text.split()) * (MAX_TOKENS - 2) / n)
+        message += (f" Try a shorter sentence (about {fits} words fit)." if fits >= 2
+                    else " Try a shorter sentence.")
     return ParamError(message, "text")
 
 
@@ -547,9 +550,9 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
             "title": {"text": title, "x": 0, "xref": "paper", "xanchor": "left",
                       "font": {"size": 15}},
             "xaxis": {**axis, **wide_x, "tickangle": -60,
-                      "title": {"text": "attended to (key)", "standoff": 6}},
+                      "title": {"text": "attended to (key)", "standoff": 10}},
             "yaxis": {**axis, **wide_y, "autorange": "reversed", "tickangle": 0,
-                      "title": {"text": "looking from (query)", "standoff": 6}},
+                      "title": {"text": "looking from (query)", "standoff": 10}},
             "shapes": [{  # outline the row the top-word list reads from
                 "type": "rect", "xref": "x", "yref": "y",
                 "x0": -0.5, "x1": T - 0.5, "y0": q - 0.5, "y1": q + 0.5,

@@ -171,6 +171,7 @@ def test_a_refused_sentence_says_why_in_the_controls_words(client):
     msg = r.get_json()["error"]
     assert msg.startswith("The sentence is ") and "the limit is 64 tokens" in msg
     assert "tokens per character" in msg and "byte pieces" in msg
+    assert "The sentence is 77 tokens" in msg  # 41 letters and spaces, about 2 tokens a letter
     r = client.post(URL, json={"text": "word " * 90})
     assert "Try a shorter sentence (about" in r.get_json()["error"]
 
