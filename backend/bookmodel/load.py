@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import torch
@@ -13,6 +14,10 @@ from backend.reference.config import ModelConfig
 from backend.reference.model import DecoderLM
 
 from . import WEIGHTS_DIR
+
+# Sentences the model never trained on, for measurements over many rows (the chapter's sink).
+HELDOUT_SENTENCES = Path(__file__).resolve().parent / "heldout_sentences.txt"
+N_HELDOUT = 240
 from .tokenizer import load_tokenizer
 
 
@@ -40,3 +45,42 @@ def attention_maps(model: DecoderLM, ids: list[int]) -> torch.Tensor:
     out = model(torch.tensor([ids]), output_attentions=True)  # each layer hands back its softmax
     return torch.stack(out.attentions)[:, 0]  # (L, B=1, h, T, T) -> (L, h, T, T)
 # --8<-- [end:attention_maps]
+
+
+def heldout_sentences(path: Path = HELDOUT_SENTENCES) -> list[str]:
+    """The committed held-out sentences (lines starting with '#' are the file's header)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def extract_heldout_sentences(n: int = N_HELDOUT) -> list[str]:
+    """The first n sentences of 6-30 words from the validation articles, in title order.
+
+    Needs the corpus package (a dev dependency); the result is committed as
+    `heldout_sentences.txt` so a server without the corpus can still measure over it.
+    """
+    from .corpus import split
+
+    _, val = split()
+    out = []
+    for article in val:
+        for s in _SENTENCE_END.split(article.text):
+            if 6 <= len(s.split()) <= 30 and s[-1] in ".!?":
+                out.append(s)
+    return out[:n]
+
+
+def write_heldout_sentences(path: Path = HELDOUT_SENTENCES) -> None:
+    from .corpus import PACKAGE, PACKAGE_VERSION
+
+    header = (f"# {N_HELDOUT} sentences from the validation articles of {PACKAGE}=={PACKAGE_VERSION}\n"
+              "# (Wikipedia text, CC BY-SA 4.0). Written by backend.bookmodel.load."
+              "write_heldout_sentences; the model never trained on them.\n")
+    path.write_text(header + "\n".join(extract_heldout_sentences()) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write_heldout_sentences()

@@ -52,18 +52,76 @@ def _byte_decoder() -> dict[str, int]:
 _BYTES = _byte_decoder()
 
 
+def token_bytes(tok: Tokenizer, token_id: int) -> bytes:
+    """The bytes a (non-special) byte-level token stands for."""
+    return bytes(_BYTES[c] for c in tok.id_to_token(token_id))
+
+
 def token_text(tok: Tokenizer, token_id: int) -> str:
-    """A token as a reader should see it: its bytes as text, the leading space dropped.
+    """One token on its own as text, the leading space dropped.
 
     A byte-level token can hold part of a character (an emoji is four bytes); such a token
-    is shown as its bytes in hex, e.g. <F0 9F>, instead of a replacement character.
+    on its own is shown as its bytes in hex, e.g. <F0 9F>. To label a whole sentence's tokens
+    use `readable_pieces`, which shows the character each piece belongs to instead.
     """
     piece = tok.id_to_token(token_id)
     if piece == EOT:
         return EOT
-    raw = bytes(_BYTES[c] for c in piece)
+    raw = token_bytes(tok, token_id)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         return "<" + " ".join(f"{b:02X}" for b in raw) + ">"
     return text.strip() or text
+
+
+def _utf8_length(lead: int) -> int:
+    if lead < 0x80:
+        return 1
+    if lead >> 5 == 0b110:
+        return 2
+    if lead >> 4 == 0b1110:
+        return 3
+    if lead >> 3 == 0b11110:
+        return 4
+    return 1  # a stray continuation byte: shown on its own
+
+
+def readable_pieces(pieces: list[bytes]) -> list[str]:
+    """Display labels for consecutive byte-level pieces of one text (labels only).
+
+    The model still sees its tokens; a reader sees whole characters. A piece that holds only
+    part of a character is labelled with that character, with "…" on the side where the
+    character continues in the neighbouring piece: an emoji split in two reads "🙂…", "…🙂".
+    Bytes that are not valid UTF-8 at all are shown in hex.
+    """
+    data = b"".join(pieces)
+    chars: list[str] = []  # one entry per character of the text
+    owner: list[int] = []  # for each byte, the character it belongs to
+    i = 0
+    while i < len(data):
+        n = _utf8_length(data[i])
+        chunk = data[i : i + n]
+        try:
+            chars.append(chunk.decode("utf-8"))
+        except UnicodeDecodeError:
+            n, chunk = 1, data[i : i + 1]
+            chars.append(f"<{data[i]:02X}>")
+        owner.extend([len(chars) - 1] * len(chunk))
+        i += len(chunk)
+    labels, start = [], 0
+    for piece in pieces:
+        end = start + len(piece)
+        if not piece:
+            labels.append("")
+            continue
+        first, last = owner[start], owner[end - 1]
+        text = "".join(chars[first : last + 1])
+        text = text.strip() or "␣"  # a piece that is only a space still needs a visible label
+        if start > 0 and owner[start - 1] == first:
+            text = "…" + text
+        if end < len(data) and owner[end] == last:
+            text = text + "…"
+        labels.append(text)
+        start = end
+    return labels

@@ -9,6 +9,7 @@ Wikipedia text), the pretrained encoder all-MiniLM-L6-v2 (shipped by the PyPI pa
 from __future__ import annotations
 
 import html
+import math
 import importlib.util
 import os
 import re
@@ -20,6 +21,7 @@ from pathlib import Path
 import torch
 
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
+from backend.widgets.style import COLORS
 
 ENV_CHECKPOINT = "BOOK_HF_CHECKPOINT"  # a local folder with config.json, weights and a tokenizer
 MAX_CHARS = 500
@@ -73,7 +75,7 @@ SPEC = WidgetSpec(
         Output("top_summary", "attends most to", ""),
         Output("n_tokens", "tokens", ".0f"),
         Output("special_share", "weight on special tokens", ".1%"),
-        Output("future_weight", "largest weight on a later token", ".3g"),
+        Output("future_weight", "largest raw weight on a later token", ".3g"),
     ),
     bake=(
         {"text": TIRED, "model": "book"},
@@ -92,6 +94,8 @@ class Encoded:
     spans: list[tuple[int, int]]  # character offsets into the text ((0, 0) for specials)
     maps: torch.Tensor  # (L, h, T, T): every layer's and head's attention weights
     label: str  # the model, in words
+    short: str  # the model in a few words, for titles and messages
+    causal: bool  # each token sees only the past
     info: dict  # sizes (and, for the book's model, its training numbers) for the prose
 
 
@@ -149,27 +153,48 @@ def _load_hf(path: str):
     return model, tok
 
 
-def _too_long(n: int, model: str) -> ParamError:
-    return ParamError(f"'text' is {n} tokens long for model '{model}'; the limit is {MAX_TOKENS} "
-                      "tokens. Try a shorter sentence.", "text")
+MODEL_WORDS = {"book": "the book's model", "minilm": "MiniLM", "local": "the local checkpoint"}
 
 
-def encode_book(text: str) -> Encoded:
+def _too_long(text: str, n: int, model: str) -> ParamError:
+    """Why a sentence is refused, in the control's words, with the reason it has so many tokens."""
+    message = (f"The sentence is {n} tokens for {MODEL_WORDS[model]}; the limit is {MAX_TOKENS} "
+               "tokens (special tokens included).")
+    letters = [c for c in text if not c.isspace()]
+    per_char = n / max(len(letters), 1)
+    if per_char >= 1 and sum(not c.isascii() for c in letters) > len(letters) / 2:
+        why = ("its byte-level vocabulary, learned from English, splits each character outside "
+               "the Latin alphabet into byte pieces" if model == "book" else
+               "its vocabulary has few whole words outside the Latin alphabet")
+        message += f" This text takes about {per_char:.1f} tokens per character: {why}."
+    else:
+        fits = int(len(text.split()) * (MAX_TOKENS - 2) / n)
+        message += (f" Try a shorter sentence (about {fits} words fit)." if fits >= 2
+                    else " Try a shorter sentence.")
+    return ParamError(message, "text")
+
+
+def encode_book(text: str, bos: bool = True) -> Encoded:
     from backend.bookmodel.load import attention_maps, metrics
-    from backend.bookmodel.tokenizer import EOT, token_text
+    from backend.bookmodel.tokenizer import EOT, readable_pieces, token_bytes
 
     model, tok = _book()
     enc = tok.encode(text)
-    ids = [tok.token_to_id(EOT)] + enc.ids  # BOS: every training article began this way
+    # BOS: every training article began with it, so the widget starts every sentence with it.
+    ids = ([tok.token_to_id(EOT)] if bos else []) + enc.ids
     if len(ids) > MAX_TOKENS:
-        raise _too_long(len(ids), "book")
+        raise _too_long(text, len(ids), "book")
+    if not enc.ids:
+        raise ParamError("the sentence gives the book's model no tokens at all", "text")
     cfg = model.config
     return Encoded(
-        tokens=[token_text(tok, i) for i in ids],
-        special=[True] + [False] * len(enc.ids),
-        spans=[(0, 0)] + list(enc.offsets),
+        tokens=([EOT] if bos else []) + readable_pieces([token_bytes(tok, i) for i in enc.ids]),
+        special=[True] * bos + [False] * len(enc.ids),
+        spans=[(0, 0)] * bos + list(enc.offsets),
         maps=attention_maps(model, ids),
         label=f"the book's model ({cfg.n_layers} layers × {cfg.n_heads} heads, causal)",
+        short="Book's model (causal)",
+        causal=True,
         info=_book_info(metrics()),
     )
 
@@ -182,8 +207,12 @@ def _book_info(m: dict) -> dict:
         "n_kv_heads": m["model"]["config"]["n_kv_heads"],
         "vocab_size": m["tokenizer"]["vocab_size"],
         "steps": m["training"]["steps"],
+        "seq_len": m["training"]["seq_len"],
         "train_tokens": m["corpus"]["train_tokens"],
         "train_articles": m["corpus"]["train_articles"],
+        # A training window starts at a random offset, so this is how often one starts with
+        # <|endoftext|>: one token in this many is an article's first.
+        "tokens_per_article": round(m["corpus"]["train_tokens"] / m["corpus"]["train_articles"]),
         "corpus_package": f"{m['corpus']['package']}=={m['corpus']['version']}",
         "train_loss": round(m["final"]["train_loss"], 4),
         "val_loss": round(m["final"]["val_loss"], 4),
@@ -192,25 +221,41 @@ def _book_info(m: dict) -> dict:
     }
 
 
+def _hf_labels(text: str, pieces: list[str], tok, spans, special) -> list[str]:
+    """WordPiece pieces as text; a byte-level piece that is part of a character shows the
+    character (from the offsets), marked with '…' like the book's model's labels."""
+    labels = []
+    for p, (a, b), sp in zip(pieces, spans, special):
+        shown = p if sp else (tok.convert_tokens_to_string([p]).strip() or p)
+        if "\ufffd" in shown and b > a:
+            shown = text[a:b].strip() + "…"
+        labels.append(shown)
+    return labels
+
+
 @torch.no_grad()
-def encode_hf(path: str, text: str, name: str, label: str) -> Encoded:
+def encode_hf(path: str, text: str, name: str, label: str, short: str) -> Encoded:
     model, tok = _hf(path)
     enc = tok(text, return_offsets_mapping=True, return_special_tokens_mask=True)
     ids = enc["input_ids"]
     if not ids:
-        raise ParamError(f"model '{name}' turns 'text' into no tokens at all", "text")
+        raise ParamError(f"{MODEL_WORDS[name]} turns the sentence into no tokens at all", "text")
     if len(ids) > MAX_TOKENS:
-        raise _too_long(len(ids), name)
+        raise _too_long(text, len(ids), name)
     out = model(input_ids=torch.tensor([ids]), output_attentions=True)
     if not out.attentions:
-        raise ParamError(f"model '{name}' returned no attention weights", "model")
-    pieces = tok.convert_ids_to_tokens(ids)
+        raise ParamError(f"{MODEL_WORDS[name]} returned no attention weights", "model")
+    special = [bool(s) for s in enc["special_tokens_mask"]]
+    spans = [tuple(o) for o in enc["offset_mapping"]]
+    maps = torch.stack(out.attentions)[:, 0].float()  # (L, B=1, h, T, T) -> (L, h, T, T)
     return Encoded(
-        tokens=[tok.convert_tokens_to_string([p]).strip() or p for p in pieces],
-        special=[bool(s) for s in enc["special_tokens_mask"]],
-        spans=[tuple(o) for o in enc["offset_mapping"]],
-        maps=torch.stack(out.attentions)[:, 0].float(),  # (L, B=1, h, T, T) -> (L, h, T, T)
+        tokens=_hf_labels(text, tok.convert_ids_to_tokens(ids), tok, spans, special),
+        special=special,
+        spans=spans,
+        maps=maps,
         label=label,
+        short=short,
+        causal=bool(float(torch.triu(maps, diagonal=1).max()) == 0.0) if len(ids) > 1 else True,
         info={"n_params": sum(p.numel() for p in model.parameters())},
     )
 
@@ -220,11 +265,13 @@ def encode(model: str, text: str) -> Encoded:
         return encode_book(text)
     if model == "minilm":
         return encode_hf(str(minilm_dir()), text, "minilm",
-                         "all-MiniLM-L6-v2 (6 layers × 12 heads, bidirectional)")
+                         "all-MiniLM-L6-v2 (6 layers × 12 heads, bidirectional)",
+                         "MiniLM (bidirectional)")
     path = os.environ.get(ENV_CHECKPOINT, "").strip()
     if not path:
         raise ParamError(f"model 'local' is not configured on this server (set {ENV_CHECKPOINT})", "model")
-    return encode_hf(path, text, "local", f"local checkpoint {Path(path).name}")
+    return encode_hf(path, text, "local", f"local checkpoint {Path(path).name}",
+                     f"Local: {Path(path).name}")
 
 
 # --- from token rows to words --------------------------------------------------------------
@@ -252,9 +299,83 @@ def word_of_tokens(text: str, e: Encoded) -> tuple[list[str], list[int | None]]:
     return words, owner
 
 
+def word_weights(row: torch.Tensor, owner: list[int | None], n_words: int) -> list[float]:
+    """A row of token weights summed into a row of word weights: a word's pieces add up."""
+    out = [0.0] * n_words
+    for i, o in enumerate(owner):
+        if o is not None:
+            out[o] += float(row[i])
+    return out
+
+
 def _escape(token: str) -> str:
     """Plotly reads a few HTML tags in labels; a token such as '<b>' must show as text."""
     return html.escape(token, quote=False)
+
+
+# --- the first token, measured over many sentences -----------------------------------------
+
+@lru_cache(maxsize=4)
+def sink_study(model: str, bos: bool = True) -> dict:
+    """How much weight the special tokens draw, compared with an even split, over many rows.
+
+    For every word row of every held-out sentence: the weight on the special tokens the row
+    can see, against the even share (their number over the number of positions the row can
+    see), for the map averaged over all layers and heads and for each head on its own.
+    """
+    from backend.bookmodel.load import heldout_sentences
+
+    shares, evens, tops = [], [], []  # each: (R,) averaged map, or (L, h, R) per head
+    used = 0
+    for text in heldout_sentences():
+        try:
+            e = encode_book(text, bos=bos) if model == "book" else encode(model, text)
+        except ParamError:  # longer than the widget's token limit: left out
+            continue
+        used += 1
+        T = len(e.tokens)
+        visible = torch.tril(torch.ones(T, T, dtype=torch.bool)) if e.causal else torch.ones(T, T, dtype=torch.bool)
+        target = torch.tensor(e.special) if bos else torch.arange(T) == 0  # no BOS: the first word
+        rows = [i for i in range(T) if not e.special[i] and (target & visible[i]).any() and i > 0]
+        if not rows:
+            continue
+        maps = e.maps[:, :, rows]  # (L, h, R, T)
+        vis = visible[rows]  # (R, T)
+        shares.append((maps * target).sum(-1))  # (L, h, R)
+        evens.append((target & vis).sum(-1) / vis.sum(-1))  # (R,)
+        best = maps.masked_fill(~vis, -1.0).argmax(-1)  # (L, h, R)
+        tops.append((best, maps.mean(dim=(0, 1)).masked_fill(~vis, -1.0).argmax(-1)))
+        tops[-1] = (target[tops[-1][0]], target[tops[-1][1]])
+    share = torch.cat(shares, dim=-1)  # (L, h, R)
+    even = torch.cat(evens)  # (R,)
+    top_head = torch.cat([t[0] for t in tops], dim=-1).float()  # (L, h, R)
+    top_mean = torch.cat([t[1] for t in tops]).float()  # (R,)
+    mean_share = share.mean(dim=(0, 1))  # (R,): the averaged map's rows
+    head_ratio = (share / even).mean(-1)  # (L, h)
+    layer, head = divmod(int(head_ratio.argmax()), head_ratio.shape[1])
+    return {
+        "sentences": used,
+        "rows": int(even.numel()),
+        "share": round(float(mean_share.mean()), 4),
+        "even": round(float(even.mean()), 4),
+        "ratio": round(float((mean_share / even).mean()), 3),
+        "above_even": round(float((mean_share > even).float().mean()), 4),
+        "top_rate": round(float(top_mean.mean()), 4),
+        "heads": int(head_ratio.numel()),
+        "heads_over_2x": int((head_ratio > 2).sum()),
+        "strongest": {"layer": layer, "head": head,
+                      "ratio": round(float(head_ratio[layer, head]), 3),
+                      "share": round(float(share[layer, head].mean()), 4),
+                      "top_rate": round(float(top_head[layer, head].mean()), 4)},
+    }
+
+
+def _study_values(model: str) -> dict | None:
+    if model == "book":
+        return {**sink_study("book"), "without_bos": sink_study("book", bos=False)}
+    if model == "minilm":
+        return sink_study("minilm")
+    return None  # an instructor's checkpoint may be large: no study over hundreds of sentences
 
 
 # --- the widget ----------------------------------------------------------------------------
@@ -263,6 +384,7 @@ def compute(params: dict) -> dict:
     text, model = params["text"], params["model"]
     e = encode(model, text)
     n_layers, n_heads, T = e.maps.shape[0], e.maps.shape[1], e.maps.shape[-1]
+    name = MODEL_WORDS[model]
 
     if params["average"]:
         weights = e.maps.mean(dim=(0, 1))  # (T, T)
@@ -270,24 +392,33 @@ def compute(params: dict) -> dict:
     else:
         layer, head = params["layer"], params["head"]
         if layer >= n_layers:
-            raise ParamError(f"'layer' must be between 0 and {n_layers - 1}: model '{model}' has "
+            raise ParamError(f"layer must be from 0 to {n_layers - 1}: {name} has "
                              f"{n_layers} layers", "layer")
         if head >= n_heads:
-            raise ParamError(f"'head' must be between 0 and {n_heads - 1}: model '{model}' has "
+            raise ParamError(f"head must be from 0 to {n_heads - 1}: {name} has "
                              f"{n_heads} heads per layer", "head")
         weights = e.maps[layer, head]
         selection = f"layer {layer}, head {head}"
 
     words, owner = word_of_tokens(text, e)
-    wanted = params["look_from"].strip().lower()
-    matches = [j for j, w in enumerate(words) if w.lower() == wanted]
     word_tokens = [i for i, o in enumerate(owner) if o is not None]
     if not word_tokens:  # only possible if the sentence produced no word tokens at all
-        raise ParamError("'text' has no words this model can attend between", "text")
+        raise ParamError("the sentence has no words this model can attend between", "text")
+    used = sorted({o for o in owner if o is not None})
+    wanted = params["look_from"].strip()
+    matches = [j for j in used if words[j].lower() == wanted.lower()]
+    notice = ""
     if matches:
-        q = max(i for i, o in enumerate(owner) if o == matches[0])  # last piece of the word
+        j = matches[0]
+        if len(matches) > 1:
+            notice = (f"'{wanted}' appears {len(matches)} times in the sentence; showing the row "
+                      f"of the first.")
     else:
-        q = word_tokens[-1]
+        alnum = [k for k in used if WORD.fullmatch(words[k]) and words[k][0].isalnum()]
+        j = (alnum or used)[-1]
+        notice = (f"'{wanted}' is not in the sentence; showing the row of the last word, "
+                  f"'{words[j]}'.")
+    q = max(i for i, o in enumerate(owner) if o == j)  # a word's last piece has read all of it
 
     row = weights[q]  # (T,): where token q looks
     special = torch.tensor(e.special)
@@ -295,22 +426,37 @@ def compute(params: dict) -> dict:
     words_only = row.masked_fill(special, 0.0)
     if words_only.sum() > 0:  # a row entirely on special tokens stays all zeros, never NaN
         words_only = words_only / words_only.sum()  # renormalised, as the handout drops token 0
-    order = torch.argsort(words_only, descending=True).tolist()
-    top = [{"token": e.tokens[i], "index": i, "weight": round(float(words_only[i]), 4)}
-           for i in order[:TOP_K] if words_only[i] > 0]
-    weight_to: dict[str, float] = {}
-    for i, o in enumerate(owner):
-        if o is not None:
-            key = words[o].lower()
-            weight_to[key] = weight_to.get(key, 0.0) + float(words_only[i])
+    per_word = word_weights(words_only, owner, len(words))
+    pieces = {k: [e.tokens[i] for i, o in enumerate(owner) if o == k] for k in used}
+    ranked = sorted((k for k in used if per_word[k] > 0), key=lambda k: -per_word[k])
+    top = [{"word": words[k], "index": k, "pieces": pieces[k], "weight": round(per_word[k], 4)}
+           for k in ranked[:TOP_K]]
+    weight_to: dict[str, float] = {}  # by spelling: every occurrence of a word, all its pieces
+    for k in used:
+        weight_to[words[k].lower()] = weight_to.get(words[k].lower(), 0.0) + per_word[k]
 
     future = float(torch.triu(weights, diagonal=1).max()) if T > 1 else 0.0
-    # How often each row's favourite word token is the one just before or just after it:
-    # a "previous-token head" scores near 1 on the first.
+    # How often each row's favourite non-special token is the one just before or just after
+    # it: a "previous-token head" scores near 1 on the first.
     rows = [i for i in range(T) if not e.special[i]]
     favourite = weights[rows].masked_fill(special, -1.0).argmax(dim=-1).tolist()
-    previous_rate = sum(j == i - 1 for i, j in zip(rows, favourite)) / len(rows)
-    next_rate = sum(j == i + 1 for i, j in zip(rows, favourite)) / len(rows)
+    previous_rate = sum(f == i - 1 for i, f in zip(rows, favourite)) / len(rows)
+    next_rate = sum(f == i + 1 for i, f in zip(rows, favourite)) / len(rows)
+
+    top_summary = " · ".join(f"{t['word']} {t['weight']:.2f}" for t in top)
+    specials = ", ".join(dict.fromkeys(e.tokens[i] for i in range(T) if e.special[i])) or "none"
+    summary = (f"Attention map of {e.label}, {selection}, over {T} tokens. "
+               f"From '{words[j]}', the most weight goes to "
+               + ", ".join(f"'{t['word']}' ({t['weight']:.2f})" for t in top[:3])
+               + f" once the special tokens ({specials}, {special_share:.0%} of the raw row) are "
+                 "left out and the rest rescaled.")
+    table = {
+        "caption": (f"Row of '{words[j]}' ({selection}): weight on each word, pieces summed; "
+                    f"the raw weight on {specials} is left out and the rest rescaled to add up to 1."),
+        "columns": ["word", "tokens", "weight"],
+        "rows": [[words[k], " + ".join(pieces[k]), round(per_word[k], 4)]
+                 for k in used if k <= j or not e.causal],
+    }
     values = {
         "model": model,
         "model_label": e.label,
@@ -318,58 +464,136 @@ def compute(params: dict) -> dict:
         "n_layers": n_layers,
         "n_heads": n_heads,
         "n_tokens": T,
+        "max_tokens": MAX_TOKENS,
         "tokens": e.tokens,
         "weights": [[round(float(w), 4) for w in r] for r in weights],
         "look_from_index": q,
+        "look_from_word": words[j],
         "look_from_token": e.tokens[q],
         "look_from_found": bool(matches),
+        "notice": notice,
         "row": [round(float(w), 4) for w in row],
         "top": top,
-        "top_summary": " · ".join(f"{t['token']} {t['weight']:.2f}" for t in top),
+        "top_summary": top_summary,
         "weight_to": {k: round(v, 4) for k, v in weight_to.items()},
         "special_share": round(special_share, 4),
+        # what an even split of the look-from row would give each position it can see
+        "even_share": round(1 / (q + 1 if e.causal else T), 4),
         "future_weight": round(future, 6),
         "causal": future < 1e-6,
         "previous_token_rate": round(previous_rate, 4),
         "next_token_rate": round(next_rate, 4),
+        "sink": _study_values(model),
         "model_info": e.info,
     }
-    return {"values": values, "figure": figure(e, weights, q, selection)}
+    return {"values": values, "figure": figure(e, weights, q, selection, words, owner),
+            "summary": summary, "table": table, "notice": notice}
 
 
-def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str) -> dict:
+# --- the figure ----------------------------------------------------------------------------
+
+WIDE_LABELS, NARROW_LABELS = 32, 20  # at most this many tick labels per axis
+
+
+def _ticks(labels: list[str], words: list[str | None], keep: int, always: int | None) -> dict:
+    """At most about `keep` tick labels; hover names every token.
+
+    Short sentences label every token with its piece. Longer ones label only tokens that start
+    a word (or are special), at least every k-th position apart, with the whole word: "street"
+    rather than its first piece "stre". The look-from row (`always`) is always labelled.
+    """
+    T = len(labels)
+    k = math.ceil(T / keep)
+    if k <= 1:
+        return {"tickvals": list(range(T)), "ticktext": list(labels)}
+    shown, last = [], -k
+    for i in range(T):
+        if words[i] is not None and i - last >= k:
+            shown.append(i)
+            last = i
+    if always is not None:  # a neighbour of the look-from label would overprint it
+        shown = sorted({i for i in shown if abs(i - always) >= k} | {always})
+    text = [words[i] if words[i] is not None else labels[i] for i in shown]
+    return {"tickvals": shown, "ticktext": text}
+
+
+def _colorscale() -> list:
+    """Weight 0 is transparent, so it is the page's own background in light and dark mode;
+    weight 1 is the book's blue. Readers see only how much colour a cell carries."""
+    c = COLORS["scaled"].lstrip("#")
+    r, g, b = (int(c[i : i + 2], 16) for i in (0, 2, 4))
+    return [[0.0, f"rgba({r},{g},{b},0)"], [0.5, f"rgba({r},{g},{b},0.6)"], [1.0, f"rgba({r},{g},{b},1)"]]
+
+
+def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
+           words: list[str], owner: list[int | None]) -> dict:
     T = len(e.tokens)
     labels = [_escape(t) for t in e.tokens]
-    hover = [[f"from {labels[i]} (#{i})<br>to {labels[j]} (#{j})<br>weight {float(weights[i, j]):.3f}"
-              for j in range(T)] for i in range(T)]
-    axis = {"tickmode": "array", "tickvals": list(range(T)), "ticktext": labels,
-            "tickangle": -60, "automargin": True, "showgrid": False}
+    # For thinned axes: the whole word at a word's first piece (and at the look-from row),
+    # a special token as itself, nothing at a word's later pieces.
+    starts = [_escape(e.tokens[i]) if e.special[i]
+              else _escape(words[o]) if o is not None and (i == 0 or owner[i - 1] != o)
+              else None for i, o in enumerate(owner)]
+    at_q = list(starts)
+    if owner[q] is not None:
+        at_q[q] = _escape(words[owner[q]])
+    # Axis categories must be unique ("the" may occur twice): the hover names token and place.
+    cats = [f"{lab} (#{i})" for i, lab in enumerate(labels)]
+    font = 11 if T <= 24 else 10 if T <= 40 else 9
+    wide_x, wide_y = _ticks(labels, starts, WIDE_LABELS, None), _ticks(labels, at_q, WIDE_LABELS, q)
+    narrow_x = _ticks(labels, starts, NARROW_LABELS, None)
+    narrow_y = _ticks(labels, at_q, NARROW_LABELS, q)
+    axis = {"type": "category", "tickmode": "array", "automargin": True, "showgrid": False,
+            "tickfont": {"size": font}}
+    word_cols = ~torch.tensor(e.special)
+    zmax = max(float(weights[:, word_cols].max()) if word_cols.any() else 0.0, 1e-6)
+    title = f"{_escape(e.short)}: {selection}"
     return {
         "data": [{
             "type": "heatmap",
-            "z": [[round(float(w), 4) for w in r] for r in weights],
-            "x": list(range(T)),
-            "y": list(range(T)),
-            "text": hover,
-            "hoverinfo": "text",
-            "colorscale": "Blues",
-            "reversescale": True,  # plotly's Blues runs dark to light; weight 0 should be white
-            "zmin": 0.0,
-            # scaled to the word columns: a special token's column (an attention sink) may saturate
-            "zmax": max(float(weights[:, ~torch.tensor(e.special)].max()) if not all(e.special) else 0.0, 1e-6),
-            "colorbar": {"title": {"text": "weight"}},
+            "z": [[round(float(w), 3) for w in r] for r in weights],
+            "x": cats,
+            "y": cats,
+            "hovertemplate": "from %{y}<br>to %{x}<br>weight %{z:.3f}<extra></extra>",
+            "coloraxis": "coloraxis",  # in the layout, so the phone patch can move the bar
         }],
         "layout": {
-            "title": {"text": f"{_escape(e.label)}: {selection}"},
-            "xaxis": {**axis, "title": {"text": "attended to (key)"}, "side": "bottom"},
-            "yaxis": {**axis, "title": {"text": "looking from (query)"}, "autorange": "reversed",
-                      "tickangle": 0},
-            "shapes": [{  # outline the row the top-token list reads from
+            "title": {"text": title, "x": 0, "xref": "paper", "xanchor": "left",
+                      "font": {"size": 15}},
+            "xaxis": {**axis, **wide_x, "tickangle": -60,
+                      "title": {"text": "attended to (key)", "standoff": 10}},
+            "yaxis": {**axis, **wide_y, "autorange": "reversed", "tickangle": 0,
+                      "title": {"text": "looking from (query)", "standoff": 10}},
+            "shapes": [{  # outline the row the top-word list reads from
                 "type": "rect", "xref": "x", "yref": "y",
                 "x0": -0.5, "x1": T - 0.5, "y0": q - 0.5, "y1": q + 0.5,
-                "line": {"color": "#d62728", "width": 2},
+                "line": {"color": COLORS["accent"], "width": 2},
             }],
-            "margin": {"l": 90, "r": 20, "t": 50, "b": 90},
+            "coloraxis": {
+                "colorscale": _colorscale(),
+                "cmin": 0.0,
+                # scaled to the word columns: a special token's column (a sink) may saturate
+                "cmax": zmax,
+                "colorbar": {"title": {"text": "weight", "side": "right"}, "thickness": 12},
+            },
+            "margin": {"l": 60, "r": 10, "t": 60, "b": 60},
+            "height": 560 if T > 24 else 520,
+        },
+        # Phones: fewer, smaller labels, the colour bar under the map, the title on two lines.
+        "narrow": {
+            "title": {"text": f"{_escape(e.short.split(' (')[0])}: "
+                              f"{'mean of all heads' if selection.startswith('mean') else selection}",
+                      "font": {"size": 13}},
+            "xaxis": {**narrow_x, "tickfont": {"size": 9}, "tickangle": -90,
+                      "title": {"text": "attended to (key)", "font": {"size": 11}}},
+            "yaxis": {**narrow_y, "tickfont": {"size": 9},
+                      "title": {"text": "looking from (query)", "font": {"size": 11}}},
+            "coloraxis": {"colorbar": {"orientation": "h", "x": 0.5, "xanchor": "center",
+                                       "y": 1.0, "yanchor": "bottom", "yref": "paper",
+                                       "thickness": 8, "len": 1,
+                                       "title": {"text": "weight", "side": "left"},
+                                       "tickfont": {"size": 9}}},
+            "margin": {"t": 90, "b": 40},
             "height": 520,
         },
     }
