@@ -57,18 +57,18 @@ SPEC = WidgetSpec(
         Param("layer", "layer", "int", default=0, min=0, max=MAX_LAYERS - 1, step=1,
               help="Counted from 0; used when 'average' is off.",
               depends=(Depends("model", {
-                  "book": {"max": 3, "note": "model 'book' has 4 layers"},
-                  "minilm": {"max": 5, "note": "model 'minilm' has 6 layers"}}),
+                  "book": {"max": 3, "note": "the book's model has 4 layers"},
+                  "minilm": {"max": 5, "note": "MiniLM has 6 layers"}}),
                        Depends("average", {True: {"disabled": True}}))),
         Param("head", "head", "int", default=0, min=0, max=MAX_HEADS - 1, step=1,
               help="Counted from 0; used when 'average' is off.",
               depends=(Depends("model", {
-                  "book": {"max": 3, "note": "model 'book' has 4 heads per layer"},
-                  "minilm": {"max": 11, "note": "model 'minilm' has 12 heads per layer"}}),
+                  "book": {"max": 3, "note": "the book's model has 4 heads"},
+                  "minilm": {"max": 11, "note": "MiniLM has 12 heads"}}),
                        Depends("average", {True: {"disabled": True}}))),
         Param("look_from", "look from the word", "text", default="it", max_length=40,
               help="The word whose row is read off for the top attended tokens. "
-                   "If the sentence lacks it, the last word is used."),
+                   "If the sentence lacks it, the last word is used, and the page says so."),
     ),
     outputs=(
         Output("look_from_token", "looking from", ""),

@@ -28,7 +28,7 @@ class Depends:
     `cases` maps a value of the param named `on` to a patch of this param's constraints:
     `max`, `min` (numbers), `allowed` (the only values allowed, e.g. the divisors of a head
     count), `disabled` (True: the value is ignored, the page greys the control out) and `note`
-    (why, in words, added to the error message: "model 'book' has 4 layers"). A value
+    (why, in words, added to the error message: "the book's model has 4 layers"). A value
     of `on` with no case leaves the param's own constraints as they are (for example a local
     checkpoint whose size is only known once it is loaded: `compute` checks it then).
 

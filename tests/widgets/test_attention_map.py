@@ -72,9 +72,9 @@ def test_one_layer_and_head_and_the_look_from_word():
 
 
 @pytest.mark.parametrize("model,layer,head,message", [
-    ("book", 4, 0, "layer must be from 0 to 3: the book's model has 4 layers"),
-    ("book", 0, 7, "head must be from 0 to 3: the book's model has 4 heads"),
-    ("minilm", 6, 0, "layer must be from 0 to 5: MiniLM has 6 layers"),
+    ("book", 4, 0, "'layer' must be from 0 to 3 when model is book (the book's model has 4 layers)"),
+    ("book", 0, 7, "'head' must be from 0 to 3 when model is book (the book's model has 4 heads)"),
+    ("minilm", 6, 0, "'layer' must be from 0 to 5 when model is minilm (MiniLM has 6 layers)"),
 ])
 def test_layers_and_heads_beyond_the_model_are_a_clear_400(client, model, layer, head, message):
     r = client.post(URL, json={"model": model, "layer": layer, "head": head, "average": False})
