@@ -46,11 +46,12 @@ def cross_mask(src_lengths: torch.Tensor, t_tgt: int, t_src: int) -> torch.Tenso
 
 
 def sliding_window_mask(t_q: int, window: int, t_kv: int | None = None, device=None) -> torch.Tensor:
-    """Causal, and only the last ``window`` positions (Mistral-style local attention)."""
+    """Causal, and only the last ``window`` positions, the query's own included (Mistral-style)."""
     t_kv = t_q if t_kv is None else t_kv
-    q_pos = torch.arange(t_kv - t_q, t_kv, device=device)[:, None]
-    kv_pos = torch.arange(t_kv, device=device)[None, :]
-    return (q_pos - kv_pos) < window  # combine with causal_mask via and_masks
+    q_pos = torch.arange(t_kv - t_q, t_kv, device=device)[:, None]  # (T_q, 1)
+    kv_pos = torch.arange(t_kv, device=device)[None, :]  # (1, T_kv)
+    distance = q_pos - kv_pos  # (T_q, T_kv): how far back the key is; negative = the future
+    return (distance >= 0) & (distance < window)
 
 
 # --8<-- [start:compose]
@@ -88,9 +89,13 @@ def weights_additive(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return softmax_rows(scores + mask)
 
 
-def weights_boolean(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Boolean form: keep the predicate (True = may attend); masked_fill writes the sentinel."""
-    return softmax_rows(scores.masked_fill(~allowed, torch.finfo(scores.dtype).min))
+def weights_boolean(scores: torch.Tensor, allowed: torch.Tensor, fill: float | None = None) -> torch.Tensor:
+    """Boolean form: keep the predicate (True = may attend); masked_fill writes the sentinel.
+
+    The sentinel defaults to the scores' own dtype minimum; 004 §9.1 writes -1e4 instead.
+    """
+    fill = torch.finfo(scores.dtype).min if fill is None else fill
+    return softmax_rows(scores.masked_fill(~allowed, fill))
 
 
 def weights_zeroed_after(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:

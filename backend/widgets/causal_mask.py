@@ -13,6 +13,7 @@ import math
 import torch
 
 from backend.reference import masks
+from backend.reference.encoder_decoder import seq2seq_masks
 from backend.widgets.spec import Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, WEIGHT_SCALE, base_layout
 
@@ -27,7 +28,7 @@ EMBEDDINGS = {
 }
 SENTENCES = ("the river bank", "the river bank flooded")
 MASKS = ("none", "causal", "padding", "causal_padding")
-FORMS = ("additive", "additive_min", "boolean", "after_softmax")
+FORMS = ("additive", "additive_min", "additive_min_fp32", "boolean", "fill_1e4", "after_softmax")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 D = 4  # values per vector: the scores are divided by sqrt(4) = 2
 
@@ -40,7 +41,9 @@ MASK_WORDS = {
 FORM_WORDS = {
     "additive": "additive, 0 / −∞",
     "additive_min": "additive, 0 / dtype minimum",
+    "additive_min_fp32": "additive, float32's minimum cast to the dtype",
     "boolean": "boolean, masked_fill",
+    "fill_1e4": "boolean, masked_fill with −1e4",
     "after_softmax": "zeroed after the softmax",
 }
 
@@ -58,8 +61,11 @@ SPEC = WidgetSpec(
                    "causal_padding: one <pad> in front, as batched generation pads, plus causal."),
         Param("form", "how the mask is applied", "choice", default="additive", options=FORMS,
               help="additive: add 0 / −∞ before the softmax. additive_min: add 0 / the dtype's "
-                   "most negative number. boolean: masked_fill a True-means-attend predicate. "
-                   "after_softmax: the mistake, zeroing weights after the softmax."),
+                   "most negative number. additive_min_fp32: the same mask built in float32 "
+                   "and then cast to the score dtype. boolean: masked_fill a True-means-attend "
+                   "predicate with the dtype's minimum. fill_1e4: masked_fill with −1e4, as "
+                   "004 §9.1 writes it. after_softmax: the mistake, zeroing weights after the "
+                   "softmax."),
         Param("dtype", "score dtype", "choice", default="float32", options=tuple(DTYPES),
               help="The dtype the embeddings, scores and mask are held in."),
     ),
@@ -67,10 +73,10 @@ SPEC = WidgetSpec(
         Output("row_sums_text", "row sums", ""),
         Output("nan_rows", "rows that are NaN", ".0f"),
         Output("empty_rows", "rows with nothing to attend to", ".0f"),
-        Output("additive_equals_boolean", "additive −∞ = boolean", ""),
+        Output("same_as_boolean", "same weights as boolean masked_fill", ""),
         Output("sum_dtype_with_fp32_mask", "scores + a float32 mask come out as", ""),
     ),
-    # Every combination (96 tiny results), so the page never snaps to a different setting.
+    # Every combination (144 tiny results), so the page never snaps to a different setting.
     bake=tuple({"words": w, "mask": m, "form": f, "dtype": d}
                for w, m, f, d in itertools.product(SENTENCES, MASKS, FORMS, DTYPES)),
 )
@@ -107,8 +113,12 @@ def weights_for(form: str, scores: torch.Tensor, allowed: torch.Tensor) -> torch
         return masks.weights_additive(scores, masks.to_additive(allowed, scores.dtype, float("-inf")))
     if form == "additive_min":
         return masks.weights_additive(scores, masks.to_additive(allowed, scores.dtype))
+    if form == "additive_min_fp32":  # the trap: built in float32 (the default), then cast down
+        return masks.weights_additive(scores, masks.to_additive(allowed, torch.float32).to(scores.dtype))
     if form == "boolean":
         return masks.weights_boolean(scores, allowed)
+    if form == "fill_1e4":
+        return masks.weights_boolean(scores, allowed, fill=-1e4)
     return masks.weights_zeroed_after(scores, allowed)
 
 
@@ -134,10 +144,20 @@ def compute(params: dict) -> dict:
     w_inf = weights_for("additive", scores, allowed)
     w_min = weights_for("additive_min", scores, allowed)
     w_bool = weights_for("boolean", scores, allowed)
-    # The trap: the dtype-minimum mask built in float32, then cast to the scores' dtype.
-    mask_cast = masks.to_additive(allowed, torch.float32).to(dtype)
-    w_cast = masks.weights_additive(scores, mask_cast)
+    w_cast = weights_for("additive_min_fp32", scores, allowed)
     pitfall = masks.dtype_pitfall(T, dtype)
+    # PyTorch's own fused attention on the same mask (float32): what it makes of an empty row.
+    E = torch.tensor([EMBEDDINGS[w] for w in tokens])[None, None]  # (1, 1, T, d)
+    sdpa = masks.sdpa_weights(E, E, allowed[None, None])[0, 0]  # (T, T)
+    sdpa_empty = [sdpa[i] for i in range(T) if not bool(allowed[i].any())]
+    # 004 §9.1's three masks for a batch of two (source lengths 5 and 3, four target tokens).
+    shapes = seq2seq_masks(torch.tensor([5, 3]), 5, 4)
+    padded_decoder = seq2seq_masks(torch.tensor([5, 3]), 5, 4, tgt_lengths=torch.tensor([4, 2])).decoder
+    # The exact (float32) weights, rounded to `dtype` only at the end: what rounding costs the
+    # weights themselves, as against rounding the embeddings and scores first.
+    w_own = weights_for(form, scores_for(tokens, torch.float32), allowed).to(dtype).float()
+    masked_kept = [float(weights[i, j]) for i in range(T) for j in range(T)
+                   if not allowed[i, j] and bool(allowed[i].any())]
 
     nan_rows = [i for i in range(T) if bool(weights[i].isnan().any())]
     empty = [i for i in range(T) if not bool(allowed[i].any())]
@@ -153,6 +173,19 @@ def compute(params: dict) -> dict:
         "empty_rows": len(empty),
         "additive_equals_boolean": same(w_inf, w_bool),
         "additive_min_equals_boolean": same(w_min, w_bool),
+        "same_as_boolean": same(weights_for(form, scores, allowed), w_bool),
+        "largest_masked_weight": max(masked_kept, default=0.0),
+        "empty_row_is_uniform": bool(empty) and all(
+            torch.allclose(weights[i], torch.full((T,), 1 / T)) for i in empty),
+        "scores": [[_num(float(x)) for x in row] for row in scores.float()],
+        "weights_rounded_after": [[_num(float(x)) for x in row] for row in w_own],
+        "torch_version": torch.__version__.split("+")[0],
+        "sdpa_empty_row": ("none" if not sdpa_empty else "NaN" if any(bool(r.isnan().any()) for r in sdpa_empty)
+                           else "all zeros" if all(bool((r == 0).all()) for r in sdpa_empty) else "other"),
+        "shape_encoder": str(tuple(shapes.encoder.shape)),
+        "shape_decoder": str(tuple(shapes.decoder.shape)),
+        "shape_decoder_padded": str(tuple(padded_decoder.shape)),
+        "shape_cross": str(tuple(shapes.cross.shape)),
         "sum_dtype_with_fp32_mask": str(pitfall["sum_with_fp32_mask_dtype"]).removeprefix("torch."),
         "fp32_min_fits": math.isfinite(pitfall["fp32_min_cast"]),
         "dtype_min": pitfall["dtype_min"],
@@ -181,6 +214,7 @@ def figure(tokens, weights: torch.Tensor, allowed: torch.Tensor, sums: torch.Ten
     idx = list(range(T))
     w = [[_num(float(x), 3) for x in row] for row in weights]
     nan = weights.isnan()
+    empty = [not bool(allowed[i].any()) for i in idx]
     shown = [[w[i][j] if allowed[i, j] and not nan[i, j] else None for j in idx] for i in idx]
     blocked = [[1 if not allowed[i, j] and not nan[i, j] else None for j in idx] for i in idx]
     nans = [[1 if nan[i, j] else None for j in idx] for i in idx]
@@ -188,24 +222,31 @@ def figure(tokens, weights: torch.Tensor, allowed: torch.Tensor, sums: torch.Ten
             for i in idx]
     hover = [[f"{tokens[i]} → {tokens[j]}: {text[i][j].replace('<br>', ' ')}" for j in idx] for i in idx]
     sums_ok = [None if math.isnan(float(s)) else round(float(s), 3) for s in sums]
-    bar_colors = [COLORS["good"] if s is not None and abs(s - 1) < 5e-3 else COLORS["unscaled"]
-                  for s in sums_ok]
+    # Green: a proper distribution. Orange: a row with nothing to attend to, whatever it sums
+    # to (its 1.00 under the dtype minimum is not "fine"). Red: a row that lost weight.
+    bar_colors = [COLORS["accent"] if empty[i] else
+                  COLORS["good"] if s is not None and abs(s - 1) < 5e-3 else COLORS["unscaled"]
+                  for i, s in enumerate(sums_ok)]
+    bar_text = [("NaN" if s is None else f"{s:.2f}") + (" (empty)" if empty[i] else "")
+                for i, s in enumerate(sums_ok)]
+    cell = {"x": idx, "y": idx, "hovertext": hover, "hoverinfo": "text", "xgap": 2, "ygap": 2,
+            "showscale": False}
     data = [
-        {"type": "heatmap", "z": shown, "x": idx, "y": idx, "zmin": 0.0, "zmax": 2.0,  # weight 1 stops at mid-blue, so the cell's text stays legible
-         "colorscale": WEIGHT_SCALE, "reversescale": True, "showscale": False,
-         "text": text, "texttemplate": "%{text}", "hovertext": hover, "hoverinfo": "text",
-         "xgap": 2, "ygap": 2, "name": "weight"},
-        {"type": "heatmap", "z": blocked, "x": idx, "y": idx, "zmin": 0, "zmax": 1,
-         "colorscale": [[0, COLORS["guide"]], [1, COLORS["guide"]]], "showscale": False, "opacity": 0.4,
-         "text": text, "texttemplate": "%{text}", "hovertext": hover, "hoverinfo": "text",
-         "xgap": 2, "ygap": 2, "name": "masked"},
-        {"type": "heatmap", "z": nans, "x": idx, "y": idx, "zmin": 0, "zmax": 1,
-         "colorscale": [[0, COLORS["unscaled"]], [1, COLORS["unscaled"]]], "showscale": False,
-         "text": text, "texttemplate": "%{text}", "hovertext": hover, "hoverinfo": "text",
-         "xgap": 2, "ygap": 2, "name": "NaN"},
+        # weight 1 stops at mid-blue (zmax 2), so the theme's text colour reads on every cell
+        {"type": "heatmap", "z": shown, "zmin": 0.0, "zmax": 2.0, "colorscale": WEIGHT_SCALE,
+         "reversescale": True, "name": "weight", **cell},
+        {"type": "heatmap", "z": blocked, "zmin": 0, "zmax": 1, "opacity": 0.35,
+         "colorscale": [[0, COLORS["guide"]], [1, COLORS["guide"]]], "name": "masked", **cell},
+        {"type": "heatmap", "z": nans, "zmin": 0, "zmax": 1, "opacity": 0.45,
+         "colorscale": [[0, COLORS["unscaled"]], [1, COLORS["unscaled"]]], "name": "NaN", **cell},
+        # The cells' text, drawn once, in the theme's own text colour (the runtime sets it).
+        {"type": "scatter", "mode": "text", "name": "labels",
+         "x": [j for i in idx for j in idx], "y": [i for i in idx for j in idx],
+         "text": [text[i][j] for i in idx for j in idx], "textfont": {"size": 11},
+         "hoverinfo": "skip", "showlegend": False},
         {"type": "bar", "orientation": "h", "x": [0 if s is None else s for s in sums_ok], "y": idx,
          "xaxis": "x2", "yaxis": "y", "marker": {"color": bar_colors}, "name": "row sum",
-         "text": ["NaN" if s is None else f"{s:.2f}" for s in sums_ok], "textposition": "outside",
+         "text": bar_text, "textposition": "outside", "textfont": {"size": 11},
          "cliponaxis": False, "hovertemplate": "row sum %{text}<extra></extra>"},
     ]
     axis = {"tickmode": "array", "tickvals": idx, "ticktext": tokens, "showgrid": False,
@@ -214,17 +255,17 @@ def figure(tokens, weights: torch.Tensor, allowed: torch.Tensor, sums: torch.Ten
         height=120 + 62 * T,
         title={"text": title, "font": {"size": 13}},
         showlegend=False,
-        margin={"l": 70, "r": 30, "t": 50, "b": 60},
-        xaxis={**axis, "domain": [0, 0.74], "title": {"text": "key (looked at)"}},
+        margin={"l": 70, "r": 60, "t": 50, "b": 60},
+        xaxis={**axis, "domain": [0, 0.7], "title": {"text": "key (looked at)"}},
         yaxis={**axis, "autorange": "reversed", "title": {"text": "query (looking)"}},
-        xaxis2={"domain": [0.8, 1], "range": [0, 1.45], "tickvals": [0, 1], "anchor": "y",
+        xaxis2={"domain": [0.76, 1], "range": [0, 1.45], "tickvals": [0, 1], "anchor": "y",
                 "title": {"text": "row sum"}, "showgrid": False},
         shapes=[{"type": "line", "xref": "x2", "yref": "paper", "x0": 1, "x1": 1, "y0": 0,
                  "y1": 1, "line": {"color": COLORS["guide"], "dash": "dot", "width": 1}}],
     )
-    narrow = {"margin": {"l": 62, "r": 26, "t": 78, "b": 60},
+    narrow = {"margin": {"l": 58, "r": 44, "t": 78, "b": 60},
               "title": {"text": title.replace(" · ", "<br>"), "font": {"size": 11}},
-              "xaxis": {"domain": [0, 0.7], "tickangle": -45}, "xaxis2": {"domain": [0.76, 1]}}
+              "xaxis": {"domain": [0, 0.66], "tickangle": -45}, "xaxis2": {"domain": [0.7, 1]}}
     return {"data": data, "layout": layout, "narrow": narrow}
 
 
@@ -235,7 +276,8 @@ def summary(words, mask, form, dtype_name, v) -> str:
     if v["nan_rows"]:
         text += f" {v['nan_rows']} row is NaN: {', '.join(v['nan_row_tokens'])} has nothing to attend to."
     elif v["empty_rows"]:
-        text += f" {v['empty_rows']} row has nothing to attend to but stays finite."
+        text += (f" {v['empty_rows']} row has nothing to attend to but stays finite; its weights "
+                 "are not a meaningful distribution.")
     return text
 
 

@@ -84,9 +84,9 @@ def test_a_row_with_nothing_to_see(dtype):
     assert not inf["additive_equals_boolean"]
     plain = run(mask="causal", dtype=dtype)["weights"]
     assert [row[1:] for row in inf["weights"][1:]] == plain
-    for form in ("additive_min", "boolean"):
+    for form in ("additive_min", "boolean", "fill_1e4"):
         v = run(mask="causal_padding", form=form, dtype=dtype)
-        assert v["nan_rows"] == 0 and v["weights"][0] == [0.25] * 4
+        assert v["nan_rows"] == 0 and v["weights"][0] == [0.25] * 4 and v["empty_row_is_uniform"]
 
 
 def test_a_nan_row_poisons_the_next_layer():
@@ -114,12 +114,61 @@ def test_sdpa_returns_zeros_for_an_empty_row_and_true_means_takes_part():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_fp32_mask_upcasts_and_its_minimum_becomes_minus_infinity(dtype):
+    """The widget's form additive_min_fp32 shows the NaN row again; additive_min stays finite."""
     v = run(mask="causal_padding", dtype=dtype)
     assert v["sum_dtype_with_fp32_mask"] == "float32"
     assert not v["fp32_min_fits"] and v["nan_rows_fp32_min_cast"] == 1
+    assert run(mask="causal_padding", form="additive_min_fp32", dtype=dtype)["nan_rows"] == 1
+    assert run(mask="causal_padding", form="additive_min", dtype=dtype)["nan_rows"] == 0
     f32 = run(mask="causal_padding", dtype="float32")
     assert f32["nan_rows_fp32_min_cast"] == 0 and f32["fp32_min_fits"]
+    assert run(mask="causal_padding", form="additive_min_fp32")["nan_rows"] == 0
     assert abs(run(dtype="bfloat16")["dtype_min"]) < abs(f32["dtype_min"])  # 'a little smaller'
+
+
+def test_fp32_mask_then_fails_at_the_matmul_or_runs_on_doubled_when_cast_back():
+    """'Plain code ... stops with expected m1 and m2 to have the same dtype'; 'code that casts the
+    weights back ... runs on'; and masked_fill refuses float32's minimum on float16 scores."""
+    s16 = cm.scores_for(["the", "river", "bank"], torch.float16)
+    mask32 = masks.to_additive(masks.causal_mask(3), torch.float32)
+    v16 = torch.randn(3, 4).half()
+    w = masks.weights_additive(s16, mask32)
+    assert w.dtype == torch.float32 and w.element_size() == 2 * s16.element_size()
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
+        w @ v16
+    assert (w.to(s16.dtype) @ v16).dtype == torch.float16  # Hugging Face's cast back: no error
+    with pytest.raises(RuntimeError, match="without overflow"):
+        s16.masked_fill(~masks.causal_mask(3), torch.finfo(torch.float32).min)
+
+
+def test_to_additive_is_hugging_faces_eager_mask_conversion():
+    """'torch.where(mask, 0, finfo(dtype).min) ... to_additive above is the same conversion'."""
+    allowed = masks.and_masks(masks.causal_mask(5), masks.left_padding_mask(torch.tensor([3]), 5))
+    for dtype in cm.DTYPES.values():
+        hf = torch.where(allowed, torch.tensor(0.0, dtype=dtype), torch.finfo(dtype).min)
+        assert torch.equal(masks.to_additive(allowed, dtype), hf)
+
+
+def test_minus_1e4_fits_float16_and_its_masked_weights_are_exactly_zero():
+    """004 §9.1's sentinel: finite, so the empty row is uniform; fits float16; exp(-1e4) is exactly
+    0 in float32, so every row with something to see equals the boolean form's."""
+    assert 1e4 < abs(run(dtype="float16")["dtype_min"])
+    for words, mask, dtype in itertools.product(cm.SENTENCES, cm.MASKS, cm.DTYPES):
+        v = run(words=words, mask=mask, form="fill_1e4", dtype=dtype)
+        assert v["largest_masked_weight"] == 0 and v["nan_rows"] == 0
+        b = run(words=words, mask=mask, form="boolean", dtype=dtype)
+        rows = [i for i, row in enumerate(v["allowed"]) if any(row)]
+        assert [v["weights"][i] for i in rows] == [b["weights"][i] for i in rows]
+
+
+def test_float16_minimum_on_an_empty_row_of_very_negative_scores_is_nan_again():
+    """'if every score in it is that negative, say -20, ... the row is NaN again'; -15 is not."""
+    nothing = torch.zeros(4, dtype=torch.bool)
+    fp16_min = masks.to_additive(nothing, torch.float16)
+    for score, nan in ((-20.0, True), (-16.0, True), (-15.0, False)):
+        w = masks.weights_additive(torch.full((4,), score, dtype=torch.float16), fp16_min)
+        assert bool(w.isnan().all()) is nan
+    assert not masks.weights_boolean(torch.full((4,), -20.0, dtype=torch.float16), nothing).isnan().any()
 
 
 def test_float16_minimum_overflows_at_the_margin():
@@ -133,7 +182,14 @@ def test_float16_minimum_overflows_at_the_margin():
 
 def test_bfloat16_loses_a_digit_float16_keeps_them():
     """'river's weight on itself reads 0.72 instead of 0.73 ... float16 keeps all of the handout's digits here'."""
-    assert round(run(mask="none", dtype="bfloat16")["weights"][1][1], 2) != round(run(mask="none")["weights"][1][1], 2)
+    bf, f32 = run(mask="none", dtype="bfloat16"), run(mask="none")
+    assert round(bf["weights"][1][1], 2) != round(f32["weights"][1][1], 2)
+    # the digit goes in the scores: rounding only the exact weight keeps it
+    assert bf["scores"][1][1] != f32["scores"][1][1]
+    assert round(bf["weights_rounded_after"][1][1], 2) == round(f32["weights"][1][1], 2)
+    for mask in ("none", "causal"):  # 'bank's weight on river ... in the encoder and the decoder alike'
+        assert round(run(mask=mask, dtype="bfloat16")["weights"][2][1], 2) != round(run(mask=mask)["weights"][2][1], 2)
+        assert run(mask=mask, dtype="bfloat16")["weights"][2][1] == bf["weights"][2][1]
     for mask in ("none", "causal"):
         assert r2(run(mask=mask, dtype="float16")["weights"]) == r2(run(mask=mask)["weights"])
 
@@ -144,5 +200,26 @@ def test_exercise_answers():
     m = masks.or_masks(masks.causal_mask(6), prefix)
     diff = (m != masks.causal_mask(6)).nonzero().tolist()
     assert diff == [[0, 1]]
-    w = masks.and_masks(masks.causal_mask(8), masks.sliding_window_mask(8, window=3))
+    w = masks.sliding_window_mask(8, window=3)  # causal on its own, as exercise 3 says
     assert w.sum(-1).tolist() == [1, 2, 3, 3, 3, 3, 3, 3]
+    q, k = torch.arange(8)[:, None], torch.arange(8)[None, :]
+    assert ((q - k) < 3).sum(-1).tolist() == [8, 8, 8, 7, 6, 5, 4, 3]  # without the causal half
+
+
+def test_sdpa_is_a_third_convention_on_this_torch_and_the_triu_answer():
+    """The version named is the one installed; SDPA's empty row is neither NaN nor uniform; the
+    check-yourself triu mask leaves the last row empty, and SDPA returns zeros for it."""
+    v = run(mask="causal_padding")
+    assert v["torch_version"] == torch.__version__.split("+")[0]
+    assert v["sdpa_empty_row"] == "all zeros"
+    E = torch.tensor([cm.EMBEDDINGS[t] for t in ["the", "river", "bank"]])[None, None]
+    triu = torch.ones(3, 3, dtype=torch.bool).triu(1)
+    w = masks.sdpa_weights(E, E, triu[None, None])[0, 0]
+    assert not triu[-1].any() and (w[-1] == 0).all()
+    assert (w[~triu] == 0).all()  # the diagonal and the past get nothing
+
+
+def test_empty_rows_are_named_and_only_in_causal_padding():
+    for words, mask, form in itertools.product(cm.SENTENCES, cm.MASKS, cm.FORMS):
+        v = run(words=words, mask=mask, form=form)
+        assert v["empty_rows"] == (1 if mask == "causal_padding" else 0)

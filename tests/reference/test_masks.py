@@ -39,6 +39,16 @@ def test_sliding_window_composed_with_causal():
     assert m[5].tolist() == [False, False, False, True, True, True]
 
 
+def test_sliding_window_is_causal_on_its_own():
+    """The docstring's promise: the window alone already hides the future (no and_masks needed).
+    Oracle: the band between two torch.tril diagonals, with and without a KV cache."""
+    ones = torch.ones(8, 8, dtype=torch.bool)
+    band = ones.tril() & ~ones.tril(-3)  # keys i-2..i
+    assert torch.equal(sliding_window_mask(8, window=3), band)
+    assert torch.equal(sliding_window_mask(8, window=3), and_masks(causal_mask(8), band))
+    assert torch.equal(sliding_window_mask(2, window=3, t_kv=8), band[-2:])  # the last two queries
+
+
 def test_or_masks_prefix_lm():
     prefix = torch.zeros(5, 5, dtype=torch.bool)
     prefix[:, :2] = True  # everyone sees a 2-token bidirectional prefix

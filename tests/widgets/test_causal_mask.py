@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from backend.widgets import causal_mask as cm
+from backend.widgets.style import COLORS
 
 URL = "/api/widgets/causal_mask"
 FLOODED = "the river bank flooded"
@@ -44,7 +45,7 @@ def test_exercise_05_flooded_try(client):
 
 @pytest.mark.parametrize("words", cm.SENTENCES)
 @pytest.mark.parametrize("mask", cm.MASKS)
-@pytest.mark.parametrize("form", ["additive", "additive_min", "boolean"])
+@pytest.mark.parametrize("form", ["additive", "additive_min", "additive_min_fp32", "boolean", "fill_1e4"])
 def test_weights_match_pytorch_sdpa_on_every_row_with_something_to_see(client, words, mask, form):
     """Oracle: F.scaled_dot_product_attention with the same boolean mask (True = takes part)."""
     v = post(client, words=words, mask=mask, form=form)["values"]
@@ -76,7 +77,17 @@ def test_padding_rows_are_the_unpadded_rows(client):
 def test_figure_summary_and_table(client):
     r = post(client, mask="causal_padding")
     v, fig = r["values"], r["figure"]
-    assert [t["name"] for t in fig["data"]] == ["weight", "masked", "NaN", "row sum"]
+    assert [t["name"] for t in fig["data"]] == ["weight", "masked", "NaN", "labels", "row sum"]
+    # every cell's text is drawn once, by the text trace, in the theme's colour (none hard-coded)
+    assert all("text" not in t and "texttemplate" not in t for t in fig["data"][:3])
+    labels = fig["data"][3]
+    assert len(labels["text"]) == 16 and "color" not in labels["textfont"]
+    assert labels["text"][0] == "NaN" and labels["text"][5] == "1.00"  # pad row; 'the' on itself
+    # the empty row's bar has its own colour, not the green of a proper distribution
+    colors = fig["data"][4]["marker"]["color"]
+    assert colors[0] == COLORS["accent"] and set(colors[1:]) == {COLORS["good"]}
+    boolean = post(client, mask="causal_padding", form="boolean")["figure"]["data"][4]
+    assert boolean["marker"]["color"][0] == COLORS["accent"] and boolean["text"][0] == "1.00 (empty)"
     masked = fig["data"][1]["z"]
     assert sum(c == 1 for row in masked for c in row) == sum(not a for row in v["allowed"][1:] for a in row)
     assert fig["data"][2]["z"][0] == [1, 1, 1, 1]  # the NaN row drawn in its own colour
@@ -87,9 +98,10 @@ def test_figure_summary_and_table(client):
 
 @pytest.mark.parametrize("body,fragment", [
     ({"mask": "triangle"}, "'mask' must be one of 'none', 'causal', 'padding', 'causal_padding'"),
-    ({"form": True}, "'form' must be one of"),
-    ({"dtype": "float64"}, "'dtype' must be one of 'float32', 'float16', 'bfloat16'"),
-    ({"words": "the savings bank"}, "'words' must be one of"),
+    ({"form": True}, "'how the mask is applied' must be one of 'additive', 'additive_min', "
+                     "'additive_min_fp32', 'boolean', 'fill_1e4', 'after_softmax', got True"),
+    ({"dtype": "float64"}, "'score dtype' must be one of 'float32', 'float16', 'bfloat16'"),
+    ({"words": "the savings bank"}, "'sentence' must be one of"),
     ({"heads": 2}, "unknown parameter 'heads'"),
 ])
 def test_bad_input_is_a_clear_400(client, body, fragment):
@@ -103,4 +115,20 @@ def test_every_baked_point_is_valid_json_without_nan(client):
     for point in cm.SPEC.bake_points():
         out = cm.compute(point)
         json.dumps(out, allow_nan=False)  # NaN travels as null, never as an invalid NaN literal
-    assert len(cm.SPEC.bake_points()) == 96
+    assert len(cm.SPEC.bake_points()) == 144
+
+
+def test_the_three_mask_shapes_of_the_encoder_decoder(client):
+    """004 §9.1's table (b, enc_len, enc_len) / (b, dec_len, dec_len) / (b, dec_len, enc_len), as
+    the book's broadcastable masks: batch 2, source 5, target 4."""
+    v = post(client)["values"]
+    assert (v["shape_encoder"], v["shape_decoder"], v["shape_cross"]) == ("(2, 1, 1, 5)", "(4, 4)", "(2, 1, 4, 5)")
+    assert v["shape_decoder_padded"] == "(2, 1, 4, 4)"
+
+
+def test_bfloat16_rounds_the_scores_not_just_the_weights(client):
+    """river . river / 2 = 3.505 becomes 3.484 in bfloat16; the exact weight 0.7264 rounded to
+    bfloat16 is 0.7266 (hand arithmetic: bfloat16 keeps 8 significant bits)."""
+    bf = post(client, mask="none", dtype="bfloat16")["values"]
+    assert bf["scores"][1][1] == round(3.484375, 4)
+    assert bf["weights_rounded_after"][1][1] == round(0.7265625, 4)
