@@ -16,7 +16,7 @@ import torch
 
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_module
-from backend.reference.head_cost import head_table
+from backend.reference.head_cost import head_table, init_stds
 from backend.reference.kv_sharing import (kv_bytes_per_token, mean_pool_kv, relative_error,
                                           run_layer, seeded_attention, word_vectors)
 from backend.reference.two_heads import example as two_heads_example
@@ -69,7 +69,7 @@ SPEC = WidgetSpec(
         Output("params_attention", "attention parameters", ",d"),
         Output("params_kv", "of which W_K and W_V", ",d"),
         Output("kv_bytes_per_token", "KV cache per token per layer (bf16)", ",.0f", "bytes"),
-        Output("kv_fraction", "cache vs multi-head", ".3f"),
+        Output("kv_fraction", "cache vs multi-head", ".4f"),
         Output("relative_error", "output change vs multi-head (1 = outputting zeros)", ".3f"),
         Output("norm_ratio", "output size vs multi-head", ".2f"),
         Output("entropy", "mean spread of a row (nats)", ".2f"),
@@ -111,7 +111,7 @@ def _multi_head(h: int, d: int):
 def _constants() -> dict:
     """The chapter's fixed examples: the handout's two heads and the published head shapes."""
     return {"two_heads": two_heads_example(), "head_table": list(head_table(COST_SEQ_LEN)),
-            "cost_seq_len": COST_SEQ_LEN}
+            "cost_seq_len": COST_SEQ_LEN, "init": init_stds(512, 8)}
 
 
 def compute(params: dict) -> dict:
@@ -140,6 +140,8 @@ def compute(params: dict) -> dict:
         "entropy": _entropy(w),
         "entropy_mha": _entropy(w_mha),
         "shrink_theory": 1 / math.sqrt(cfg.n_rep),
+        "v_shrink": _head_norm(layer.v_proj.weight, n_kv, d).mean().item()
+        / _head_norm(mha.v_proj.weight, h, d).mean().item(),
         "max_weight_change": float((w - w_mha).abs().max()),
         "words": WORDS,
         "groups": groups,
@@ -148,6 +150,11 @@ def compute(params: dict) -> dict:
     rounded = [[[round(float(v), 3) for v in row] for row in m] for m in maps]
     return {"values": values, "figure": _figure(values, rounded, h, n_kv, d),
             "summary": _summary(values, h, n_kv), "table": _table(values, rounded)}
+
+
+def _head_norm(weight: torch.Tensor, n: int, d: int) -> torch.Tensor:
+    """Frobenius norm of each head's block of a (n * d_head, d) projection: (n,)."""
+    return weight.detach().reshape(n, -1, d).flatten(1).norm(dim=1)
 
 
 def _entropy(w: torch.Tensor) -> float:
@@ -171,9 +178,9 @@ def tick_labels(words: list[str]) -> list[str]:
 def _summary(v: dict, h: int, n_kv: int) -> str:
     kind = ("multi-head attention" if n_kv == h else
             "multi-query attention" if n_kv == 1 else "grouped-query attention")
-    return (f"{h} attention maps over the sentence '{SENTENCE}', one per query head, "
+    return (f"{h} attention map{'s' if h > 1 else ''} over the sentence '{SENTENCE}', one per query head, "
             f"{kind} with {n_kv} key/value head{'s' if n_kv > 1 else ''}. "
-            f"The KV cache is {v['kv_fraction']:.3f} of the multi-head layer's, and the output "
+            f"The KV cache is {v['kv_fraction']:.4f} of the multi-head layer's, and the output "
             f"differs from it by {v['relative_error']:.3f} (relative; outputting zeros would "
             f"score 1), its size {v['norm_ratio']:.2f} of the multi-head output's.")
 
@@ -260,7 +267,9 @@ def _figure(v: dict, maps: list, h: int, n_kv: int, d: int) -> dict:
             layout[key]["tickangle"] = -90
         else:
             layout[key]["autorange"] = "reversed"
-    layout["title"] = {"text": f"h = {h} query heads, n_kv = {n_kv} key/value heads, d = {d}",
+    heads = lambda n, what: f"{n} {what}{'s' if n > 1 else ''}"  # noqa: E731
+    layout["title"] = {"text": f"h = {heads(h, 'query head')}, n_kv = "
+                               f"{heads(n_kv, 'key/value head')}, d = {d}",
                        "font": {"size": 13}}
     ncols = min(2, h)
     narrow = {"height": _height(-(-h // ncols)), "title": {"font": {"size": 11}},
