@@ -14,6 +14,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from .config import ModelConfig
+from .grouped_query import GroupedQueryAttention
 from .multi_head import MultiHeadAttention
 from .presets import PRESETS
 
@@ -24,7 +25,7 @@ GPT3_175B = ModelConfig(vocab_size=50257, d_model=12288, n_layers=96, n_heads=96
                         max_seq_len=2048)
 HEAD_SHAPES: dict[str, ModelConfig] = {
     "Transformer base (2017)": PRESETS["transformer-base"],  # d = 512, h = 8
-    "Llama 2 7B, Llama 3 8B": PRESETS["llama-3-8b"],  # d = 4096, h = 32 (same in llama-2-7b)
+    "Llama 2 7B / Llama 3 8B": PRESETS["llama-3-8b"],  # d = 4096, h = 32 in both; n_kv 32 / 8
     "GPT-3 175B": GPT3_175B,  # d = 12288, h = 96
 }
 # --8<-- [end:shapes]
@@ -64,5 +65,21 @@ def head_table(seq_len: int = 2048) -> tuple[dict, ...]:
                      "params_heads": many["params"], "params_one_head": one["params"],
                      "flops_heads": many["flops"], "flops_one_head": one["flops"],
                      "scores_heads": many["score_elements"],
-                     "scores_one_head": one["score_elements"]})
+                     "scores_one_head": one["score_elements"], "flops_projections": many["flops_projections"],
+                     "params_shared_kv": shared_kv_params(cfg)})
     return tuple(rows)
+
+
+def shared_kv_params(config: ModelConfig) -> int:
+    """Parameters of the real (Llama-style) attention layer with the config's n_kv heads."""
+    with torch.device("meta"):
+        return sum(p.numel() for p in GroupedQueryAttention(config).parameters())
+
+
+def init_stds(d_model: int, n_heads: int) -> dict:
+    """Standard deviations for W_Q: the handout's sqrt(2/(d_model + d_k)), He's sqrt(2/fan-in)
+    and Glorot's sqrt(2/(fan-in + fan-out)) for the whole d_model x d_model matrix."""
+    d_k = d_model // n_heads
+    return {"d_model": d_model, "d_k": d_k, "handout": (2 / (d_model + d_k)) ** 0.5,
+            "he": (2 / d_model) ** 0.5, "glorot_whole": (2 / (2 * d_model)) ** 0.5,
+            "glorot_per_head": (2 / (d_model + d_k)) ** 0.5}

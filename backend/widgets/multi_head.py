@@ -9,16 +9,18 @@ projections (Ainslie et al., 2023), so the two can be compared output for output
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
+import torch
 
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_module
-from backend.reference.head_cost import head_table
+from backend.reference.head_cost import head_table, init_stds
 from backend.reference.kv_sharing import (kv_bytes_per_token, mean_pool_kv, relative_error,
                                           run_layer, seeded_attention, word_vectors)
 from backend.reference.two_heads import example as two_heads_example
-from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import SERIES, WEIGHT_SCALE, base_layout
 
 SENTENCE = "The keys to the cabinet were on the table"
@@ -27,11 +29,18 @@ SEED = 0
 MAX_HEADS = 16
 COST_SEQ_LEN = 2048  # context length at which the chapter's FLOP table is counted
 
+D_MIN, D_MAX, D_STEP = 32, 1024, 32
 LABEL_H, LABEL_KV, LABEL_D = "query heads h", "key/value heads n_kv", "model width d"
 
 
 def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _widths(h: int) -> list[int]:
+    """Model widths on the slider's step that h divides into even head widths (RoPE rotates
+    pairs). On the step of 32 every multiple of h qualifies: d/h keeps a factor of two."""
+    return [d for d in range(D_MIN, D_MAX + 1, D_STEP) if d % h == 0 and (d // h) % 2 == 0]
 
 
 SPEC = WidgetSpec(
@@ -44,9 +53,15 @@ SPEC = WidgetSpec(
               help="Query heads; each is d / h numbers wide and has its own W_Q."),
         Param("n_kv", LABEL_KV, "int", default=2, min=1, max=MAX_HEADS, step=1,
               help="Key/value heads: 1 is multi-query, h is ordinary multi-head attention. "
-                   "Must divide h."),
-        Param("d_model", LABEL_D, "int", default=512, min=32, max=1024, step=32,
-              help="Numbers per token; must be a multiple of h."),
+                   "Must divide h.",
+              depends=(Depends("n_heads", {h: {"max": h, "allowed": _divisors(h),
+                                               "note": "n_kv must divide h"}
+                                           for h in range(1, MAX_HEADS + 1)}),)),
+        Param("d_model", LABEL_D, "int", default=512, min=D_MIN, max=D_MAX, step=D_STEP,
+              help="Numbers per token, in steps of 32; must be a multiple of h.",
+              depends=(Depends("n_heads", {h: {"allowed": _widths(h),
+                                               "note": "d must be a multiple of 32 and of h"}
+                                           for h in range(1, MAX_HEADS + 1)}),)),
     ),
     outputs=(
         Output("d_head", "width of one head d/h", ".0f"),
@@ -54,8 +69,10 @@ SPEC = WidgetSpec(
         Output("params_attention", "attention parameters", ",d"),
         Output("params_kv", "of which W_K and W_V", ",d"),
         Output("kv_bytes_per_token", "KV cache per token per layer (bf16)", ",.0f", "bytes"),
-        Output("kv_fraction", "cache vs multi-head", ".3f"),
-        Output("relative_error", "output change vs multi-head", ".3f"),
+        Output("kv_fraction", "cache vs multi-head", ".4f"),
+        Output("relative_error", "output change vs multi-head (1 = outputting zeros)", ".3f"),
+        Output("norm_ratio", "output size vs multi-head", ".2f"),
+        Output("entropy", "mean spread of a row (nats)", ".2f"),
     ),
     # Offline: every valid (h, n_kv) for h a power of two at d = 512, and a sweep of d.
     bake=tuple({"n_heads": h, "n_kv": k} for h in (1, 2, 4, 8, 16) for k in _divisors(h))
@@ -70,9 +87,10 @@ def check(params: dict) -> None:
         choices = ", ".join(str(k) for k in _divisors(h))
         raise ParamError(f"'{LABEL_KV}' must divide '{LABEL_H}': with {h} query heads choose "
                          f"one of {choices}, got {n_kv}", "n_kv")
-    if d % h:
-        raise ParamError(f"'{LABEL_D}' must be a multiple of '{LABEL_H}' so every head gets "
-                         f"d / h numbers: {d} is not a multiple of {h}", "d_model")
+    if d not in _widths(h):
+        raise ParamError(f"'{LABEL_D}' must be a multiple of {D_STEP} and of '{LABEL_H}' so "
+                         f"every head gets an even number d / h of numbers (RoPE turns pairs): "
+                         f"got {d} with {h} query heads", "d_model")
 
 
 def config_for(h: int, n_kv: int, d: int) -> ModelConfig:
@@ -93,7 +111,7 @@ def _multi_head(h: int, d: int):
 def _constants() -> dict:
     """The chapter's fixed examples: the handout's two heads and the published head shapes."""
     return {"two_heads": two_heads_example(), "head_table": list(head_table(COST_SEQ_LEN)),
-            "cost_seq_len": COST_SEQ_LEN}
+            "cost_seq_len": COST_SEQ_LEN, "init": init_stds(512, 8)}
 
 
 def compute(params: dict) -> dict:
@@ -117,88 +135,145 @@ def compute(params: dict) -> dict:
         "kv_bytes_per_token_mha": kv_mha,
         "kv_fraction": kv / kv_mha,
         "relative_error": relative_error(y, y_mha),
+        "norm_ratio": float(y.norm() / y_mha.norm()),
+        "cosine": float((y * y_mha).sum() / (y.norm() * y_mha.norm())),
+        "entropy": _entropy(w),
+        "entropy_mha": _entropy(w_mha),
+        "shrink_theory": 1 / math.sqrt(cfg.n_rep),
+        "v_shrink": _head_norm(layer.v_proj.weight, n_kv, d).mean().item()
+        / _head_norm(mha.v_proj.weight, h, d).mean().item(),
         "max_weight_change": float((w - w_mha).abs().max()),
         "words": WORDS,
         "groups": groups,
-        "maps": [[[round(float(v), 3) for v in row] for row in m] for m in maps],
         **_constants(),
     }
-    return {"values": values, "figure": _figure(values, h, n_kv, d),
-            "summary": _summary(values, h, n_kv), "table": _table(values)}
+    rounded = [[[round(float(v), 3) for v in row] for row in m] for m in maps]
+    return {"values": values, "figure": _figure(values, rounded, h, n_kv, d),
+            "summary": _summary(values, h, n_kv), "table": _table(values, rounded)}
+
+
+def _head_norm(weight: torch.Tensor, n: int, d: int) -> torch.Tensor:
+    """Frobenius norm of each head's block of a (n * d_head, d) projection: (n,)."""
+    return weight.detach().reshape(n, -1, d).flatten(1).norm(dim=1)
+
+
+def _entropy(w: torch.Tensor) -> float:
+    """Mean entropy (nats) of the attention rows, every head and position: 0 is one-hot,
+    larger is flatter."""
+    return float(-(w * w.clamp_min(1e-30).log()).sum(-1).mean())
+
+
+def tick_labels(words: list[str]) -> list[str]:
+    """Words made unique by a subscript where they repeat (the₁, the₂, the₃), so an axis of
+    categories keeps all nine positions and the hover names the word."""
+    sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    seen: dict[str, int] = {}
+    out = []
+    for w in words:
+        seen[w] = seen.get(w, 0) + 1
+        out.append(w + str(seen[w]).translate(sub) if words.count(w) > 1 else w)
+    return out
 
 
 def _summary(v: dict, h: int, n_kv: int) -> str:
     kind = ("multi-head attention" if n_kv == h else
             "multi-query attention" if n_kv == 1 else "grouped-query attention")
-    return (f"{h} attention maps over the sentence '{SENTENCE}', one per query head, "
+    return (f"{h} attention map{'s' if h > 1 else ''} over the sentence '{SENTENCE}', one per query head, "
             f"{kind} with {n_kv} key/value head{'s' if n_kv > 1 else ''}. "
-            f"The KV cache is {v['kv_fraction']:.3f} of the multi-head layer's, and the output "
-            f"differs from it by {v['relative_error']:.3f} (relative).")
+            f"The KV cache is {v['kv_fraction']:.4f} of the multi-head layer's, and the output "
+            f"differs from it by {v['relative_error']:.3f} (relative; outputting zeros would "
+            f"score 1), its size {v['norm_ratio']:.2f} of the multi-head output's.")
 
 
-def _table(v: dict) -> dict:
+def _table(v: dict, maps: list) -> dict:
     last = v["words"][-1]
     return {
         "caption": f"Weight from the last word, '{last}', to every word, per query head",
-        "columns": ["head", "KV head"] + v["words"],
-        "rows": [[i, g] + [round(x, 3) for x in m[-1]] for i, (g, m) in
-                 enumerate(zip(v["groups"], v["maps"]))],
+        "columns": ["head", "KV head"] + tick_labels(v["words"]),
+        "rows": [[i, g] + m[-1] for i, (g, m) in enumerate(zip(v["groups"], maps))],
     }
 
 
-def _grid(h: int, cols: int, gap: float = 0.06) -> list[tuple[list[float], list[float]]]:
-    """(x domain, y domain) of each head's panel, filled row by row from the top."""
+PANEL_PX, TITLE_PX, TOP_PX, BOTTOM_PX = 150, 30, 40, 80  # heights in pixels
+
+
+def _height(rows: int) -> int:
+    return TOP_PX + BOTTOM_PX + rows * PANEL_PX + (rows - 1) * TITLE_PX
+
+
+def _grid(h: int, cols: int, gap: float = 0.05) -> list[tuple[list[float], list[float]]]:
+    """(x domain, y domain) of each head's panel, filled row by row from the top. The vertical
+    gap is a fixed number of pixels (room for a title), whatever the number of rows."""
     rows = -(-h // cols)
-    w, hgt = (1 - gap * (cols - 1)) / cols, (1 - gap * 1.6 * (rows - 1)) / rows
+    plot_px = _height(rows) - TOP_PX - BOTTOM_PX
+    w = (1 - gap * (cols - 1)) / cols
+    hgt, vgap = PANEL_PX / plot_px, TITLE_PX / plot_px
     out = []
     for i in range(h):
         r, c = divmod(i, cols)
-        x0, y1 = c * (w + gap), 1 - r * (hgt + gap * 1.6)
-        out.append(([round(x0, 4), round(x0 + w, 4)], [round(y1 - hgt, 4), round(y1, 4)]))
+        x0, y1 = c * (w + gap), 1 - r * (hgt + vgap)
+        out.append(([round(x0, 4), round(x0 + w, 4)],
+                    [round(max(y1 - hgt, 0), 4), round(y1, 4)]))
     return out
 
 
-def _axes_and_titles(v: dict, h: int, cols: int) -> dict:
+def title_colors(groups: list[int], n_kv: int, h: int) -> list[str | None]:
+    """One colour per key/value head when heads share one (n_kv < h, so n_kv <= h/2 <= 8, within
+    the palette); none when every head has its own, since then there is no group to show."""
+    if n_kv == h:
+        return [None] * h
+    assert n_kv <= len(SERIES)
+    return [SERIES[g] for g in groups]
+
+
+def _axes_and_titles(v: dict, h: int, n_kv: int, cols: int) -> dict:
     layout = {"annotations": []}
-    rows = -(-h // cols)
+    colors = title_colors(v["groups"], n_kv, h)
     for i, (xd, yd) in enumerate(_grid(h, cols)):
         n = "" if i == 0 else str(i + 1)
-        r, c = divmod(i, cols)
-        layout[f"xaxis{n}"] = {"domain": xd, "anchor": f"y{n}", "showticklabels": r == rows - 1
-                               or i + cols >= h, "tickangle": -60, "tickfont": {"size": 9}}
-        layout[f"yaxis{n}"] = {"domain": yd, "anchor": f"x{n}", "autorange": "reversed",
-                               "showticklabels": c == 0, "tickfont": {"size": 9}}
+        c = i % cols
+        layout[f"xaxis{n}"] = {"domain": xd, "anchor": f"y{n}", "showticklabels": i + cols >= h}
+        layout[f"yaxis{n}"] = {"domain": yd, "anchor": f"x{n}", "showticklabels": c == 0}
         g = v["groups"][i]
+        font = {"size": 11}
+        if colors[i]:
+            font["color"] = colors[i]
         layout["annotations"].append({
             "text": f"head {i} · KV {g}", "showarrow": False, "xref": "paper", "yref": "paper",
             "x": (xd[0] + xd[1]) / 2, "y": yd[1], "yanchor": "bottom", "xanchor": "center",
-            "font": {"size": 11, "color": SERIES[g % len(SERIES)]}})
+            "font": font})
     return layout
 
 
-def _figure(v: dict, h: int, n_kv: int, d: int) -> dict:
-    words = v["words"]
-    ticks = list(range(len(words)))
+def _figure(v: dict, maps: list, h: int, n_kv: int, d: int) -> dict:
+    labels = tick_labels(v["words"])
     data = []
-    for i, m in enumerate(v["maps"]):
+    for i, m in enumerate(maps):
         n = "" if i == 0 else str(i + 1)
         data.append({
-            "type": "heatmap", "z": m, "x": ticks, "y": ticks, "zmin": 0, "zmax": 1,
-            "colorscale": WEIGHT_SCALE, "reversescale": False, "showscale": i == 0,
+            "type": "heatmap", "z": m, "x": labels, "y": labels, "zmin": 0, "zmax": 1,
+            "colorscale": WEIGHT_SCALE, "showscale": i == 0,
             "colorbar": {"title": {"text": "weight"}, "thickness": 10, "len": 0.5},
             "xaxis": f"x{n}", "yaxis": f"y{n}", "name": f"head {i}",
-            "hovertemplate": f"head {i}, KV {v['groups'][i]}<br>word %{{y}} → word %{{x}}<br>"
+            "hovertemplate": f"head {i}, KV {v['groups'][i]}<br>%{{y}} looks at %{{x}}<br>"
                              "weight %{z:.3f}<extra></extra>",
         })
     cols = min(4, h)
-    rows = -(-h // cols)
-    layout = base_layout(height=150 + 170 * rows, **_axes_and_titles(v, h, cols))
-    layout["margin"] = {"l": 70, "r": 10, "t": 40, "b": 70}
+    layout = base_layout(height=_height(-(-h // cols)), **_axes_and_titles(v, h, n_kv, cols))
+    layout["margin"] = {"l": 70, "r": 10, "t": TOP_PX, "b": BOTTOM_PX}
     for key in [k for k in layout if k.startswith(("xaxis", "yaxis"))]:
-        layout[key].update({"tickmode": "array", "tickvals": ticks, "ticktext": words})
-    layout["title"] = {"text": f"h = {h} query heads, n_kv = {n_kv} key/value heads, d = {d}",
+        layout[key].update({"type": "category", "tickfont": {"size": 9}})
+        if key.startswith("xaxis"):
+            layout[key]["tickangle"] = -90
+        else:
+            layout[key]["autorange"] = "reversed"
+    heads = lambda n, what: f"{n} {what}{'s' if n > 1 else ''}"  # noqa: E731
+    layout["title"] = {"text": f"h = {heads(h, 'query head')}, n_kv = "
+                               f"{heads(n_kv, 'key/value head')}, d = {d}",
                        "font": {"size": 13}}
     ncols = min(2, h)
-    nrows = -(-h // ncols)
-    narrow = {"height": 120 + 170 * nrows, **_axes_and_titles(v, h, ncols)}
+    narrow = {"height": _height(-(-h // ncols)), "title": {"font": {"size": 11}},
+              **_axes_and_titles(v, h, n_kv, ncols)}
+    for key in [k for k in narrow if k.startswith(("xaxis", "yaxis"))]:
+        narrow[key].update(layout[key] | narrow[key])
     return {"data": data, "layout": layout, "narrow": narrow}

@@ -19,6 +19,10 @@ def run(**p):
     return mh.compute(mh.SPEC.resolve(p))["values"]
 
 
+def maps_of(**p):
+    return torch.tensor([tr["z"] for tr in mh.compute(mh.SPEC.resolve(p))["figure"]["data"]])
+
+
 @pytest.fixture(scope="module")
 def v():
     return run()
@@ -81,7 +85,7 @@ def test_multi_query_moves_further_than_pairing(h, d):
 
 @pytest.mark.parametrize("h", [2, 4, 8, 16])
 def test_one_kv_head_still_gives_different_maps(h):
-    maps = torch.tensor(run(n_heads=h, n_kv=1)["maps"])
+    maps = maps_of(n_heads=h, n_kv=1)
     for i in range(1, h):
         assert (maps[i] - maps[0]).abs().max() > 0.05  # "the maps still differ"
 
@@ -109,3 +113,63 @@ def test_notebook_prints_the_handout_numbers(capsys):
     assert "head A (meaning)  the 0.03  river 0.33  bank 0.64" in out
     assert "head B (generic)  the 0.59  river 0.19  bank 0.22" in out
     assert 'head A, weight for "the": 0.03 -> 0.30' in out and "head B unchanged: True" in out
+
+
+ALL_D = [(h, k, d) for d in (32, 64, 256, 512, 1024) for h in (2, 4, 8, 16) if d % h == 0
+         for k in mh._divisors(h) if k < h]
+
+
+def test_zero_output_scores_exactly_one():
+    from backend.reference.kv_sharing import relative_error
+    y = mh._multi_head(8, 512)[3]
+    assert relative_error(torch.zeros_like(y), y) == 1.0  # "a layer that output zeros would score 1"
+
+
+def test_multi_query_is_close_to_the_zero_baseline(v):
+    assert run(n_kv=1)["relative_error"] > 0.9
+
+
+@pytest.mark.parametrize("h", [2, 4, 8, 16])
+def test_pooled_value_heads_shrink_by_one_over_sqrt_n_rep(h):
+    for k in mh._divisors(h)[:-1]:
+        s = run(n_heads=h, n_kv=k)
+        assert abs(s["v_shrink"] - s["shrink_theory"]) < 0.03  # "about 1/sqrt(n_rep)"
+
+
+@pytest.mark.parametrize("h, n_kv, d", ALL_D)
+def test_change_sits_near_sqrt_one_minus_one_over_n_rep(h, n_kv, d):
+    s = run(n_heads=h, n_kv=n_kv, d_model=d)
+    theory = (1 - 1 / s["n_rep"]) ** 0.5
+    assert abs(s["relative_error"] - theory) < 0.12  # "within 0.12 across the sliders"
+    assert s["norm_ratio"] < 1 and s["cosine"] < 1  # the output shrinks and turns
+    assert s["entropy"] > s["entropy_mha"]  # "every softmax row flattens" (on average)
+
+
+def test_change_can_pass_one_at_small_d_and_is_not_monotone():
+    assert run(n_heads=16, n_kv=1, d_model=32)["relative_error"] > 1
+    assert run(n_heads=16, n_kv=2, d_model=64)["relative_error"] > \
+        run(n_heads=16, n_kv=1, d_model=64)["relative_error"]  # "not always larger"
+
+
+def test_the_default_outputs_quoted(v):
+    four, one = run(n_kv=4), run(n_kv=1)
+    assert one["norm_ratio"] < four["norm_ratio"] < 1
+    assert v["entropy_mha"] < four["entropy"] < one["entropy"]  # rises as n_kv falls
+
+
+def test_init_note():
+    i = mh._constants()["init"]
+    assert i["handout"] == i["glorot_per_head"]  # per head, the handout's formula is Glorot's
+    assert abs(i["handout"] - i["he"]) < abs(i["handout"] - i["glorot_whole"])  # closer to He
+
+
+def test_llama3_8b_layer_with_shared_kv(v):
+    r = v["head_table"][1]
+    assert r["params_shared_kv"] < r["params_heads"]
+    assert r["params_shared_kv"] == 2 * 4096 * 4096 + 2 * 4096 * 8 * 128  # hand arithmetic
+
+
+def test_flop_counter_counts_two_per_multiply_add(v):
+    r = v["head_table"][1]
+    T, d = v["cost_seq_len"], r["d_model"]
+    assert r["flops_projections"] == 4 * 2 * T * d * d

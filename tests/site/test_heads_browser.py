@@ -32,20 +32,20 @@ def test_multi_head_draws_and_recomputes(page, server):
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
     widget = page.locator(WIDGET)
     assert widget.get_attribute("data-source") == "precomputed"
-    assert n_maps(page) == 8 and value_text(page, "kv_fraction") == "0.250"
+    assert n_maps(page) == 8 and value_text(page, "kv_fraction") == "0.2500"
 
     move_slider(page, "n_kv", 1)  # multi-query
     page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'live'",
                            timeout=20_000)
     page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="kv_fraction"] dd')
-        .innerText.trim() === '0.125'""", timeout=20_000)
+        .innerText.trim() === '0.1250'""", timeout=20_000)
     assert page.locator(f'{WIDGET} input[name="n_kv-value"]').input_value() == "1"
 
     move_slider(page, "n_heads", 4)  # 4 heads, still one KV head
     page.wait_for_function(f"document.querySelector('{WIDGET} .tw-plot').data.length === 4",
                            timeout=20_000)
     page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="kv_fraction"] dd')
-        .innerText.trim() === '0.250'""", timeout=20_000)
+        .innerText.trim() === '0.2500'""", timeout=20_000)
     assert page.console_errors == []
 
 

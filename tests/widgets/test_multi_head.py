@@ -47,11 +47,12 @@ def test_counts_come_from_the_module(client, h, n_kv, d):
 
 
 def test_maps_are_causal_softmax_rows(client):
-    v = post(client, n_heads=4, n_kv=2, d_model=128)["values"]
+    body = post(client, n_heads=4, n_kv=2, d_model=128)
+    v, maps = body["values"], [tr["z"] for tr in body["figure"]["data"]]
     T = len(v["words"])
     assert v["words"][0] == "the" and v["words"][-1] == "table" and T == 9
-    assert len(v["maps"]) == 4 and v["groups"] == [0, 0, 1, 1]
-    for m in v["maps"]:
+    assert len(maps) == 4 and v["groups"] == [0, 0, 1, 1]
+    for m in maps:
         for q, row in enumerate(m):
             assert abs(sum(row) - 1) < 2e-3 and all(x == 0 for x in row[q + 1:])
 
@@ -68,6 +69,8 @@ def test_result_has_summary_table_and_phone_layout(client):
     ({"n_heads": 8, "n_kv": 3}, "key/value heads n_kv"),
     ({"n_heads": 4, "n_kv": 8}, "key/value heads n_kv"),
     ({"n_heads": 6, "d_model": 512}, "model width d"),
+    ({"n_heads": 8, "d_model": 40}, "model width d"),  # off the step: d/h = 5 is odd, RoPE refuses
+    ({"n_heads": 1, "n_kv": 1, "d_model": 48}, "model width d"),  # off the step of 32
 ])
 def test_cross_parameter_rules_are_400s_naming_both_labels(client, params, label):
     r = client.post(URL, json=params)
@@ -90,3 +93,51 @@ def test_out_of_range_is_400(client, params):
 def test_every_bake_point_is_valid():
     for point in mh.SPEC.bake_points():
         mh.check(point)
+
+
+def test_controls_follow_the_head_count():
+    """The page's n_kv control offers only the divisors of h; d only multiples of 32 and h."""
+    n_kv, d = mh.SPEC.param("n_kv"), mh.SPEC.param("d_model")
+    for h in range(1, mh.MAX_HEADS + 1):
+        eff = n_kv.effective({"n_heads": h})
+        assert eff["allowed"] == [k for k in range(1, h + 1) if h % k == 0] and eff["max"] == h
+        widths = d.effective({"n_heads": h})["allowed"]
+        assert widths and all(w % 32 == 0 and w % h == 0 and (w // h) % 2 == 0 for w in widths)
+        assert len(widths) == len([w for w in range(32, 1025, 32) if w % h == 0])
+
+
+def test_every_allowed_setting_is_a_200_not_a_500(client):
+    for h in range(1, mh.MAX_HEADS + 1):
+        for d in mh.SPEC.param("d_model").effective({"n_heads": h})["allowed"][:2]:
+            assert client.post(URL, json={"n_heads": h, "n_kv": 1, "d_model": d}).status_code == 200
+
+
+def test_title_colours_name_groups_without_repeats():
+    for h, n_kv in [(16, 8), (16, 1), (8, 2), (16, 16), (12, 12)]:
+        fig = mh.compute(mh.SPEC.resolve({"n_heads": h, "n_kv": n_kv, "d_model": 384 if h == 12 else 512}))["figure"]
+        colors = [a["font"].get("color") for a in fig["layout"]["annotations"]]
+        groups = mh.compute(mh.SPEC.resolve({"n_heads": h, "n_kv": n_kv, "d_model": 384 if h == 12 else 512}))["values"]["groups"]
+        if n_kv == h:
+            assert colors == [None] * h  # every head its own KV head: no group to colour
+        else:
+            by_group = {g: c for g, c in zip(groups, colors)}
+            assert len(set(by_group.values())) == n_kv  # one colour per KV head, none repeated
+            assert all(by_group[g] == c for g, c in zip(groups, colors))
+
+
+def test_phone_panels_keep_their_height_at_16_heads():
+    fig = mh.compute(mh.SPEC.resolve({"n_heads": 16, "n_kv": 4}))["figure"]
+    narrow = fig["narrow"]
+    plot_px = narrow["height"] - mh.TOP_PX - mh.BOTTOM_PX
+    for i in range(16):
+        n = "" if i == 0 else str(i + 1)
+        lo, hi = narrow[f"yaxis{n}"]["domain"]
+        assert (hi - lo) * plot_px >= 140  # room for nine word labels of size 9
+    assert sum(narrow[f"xaxis{'' if i == 0 else i + 1}"]["showticklabels"] for i in range(16)) == 2
+
+
+def test_hover_names_words_not_positions():
+    fig = mh.compute(mh.SPEC.resolve({}))["figure"]
+    assert fig["data"][0]["x"] == ["the₁", "keys", "to", "the₂", "cabinet", "were", "on", "the₃",
+                                   "table"]
+    assert "%{y} looks at %{x}" in fig["data"][0]["hovertemplate"]
