@@ -309,6 +309,8 @@ def test_exercise_2_answer():
     order_gap = sorted(range(3), key=lambda i: gap[i])
     order_given = sorted(range(3), key=lambda i: -A[i][best_other[i]])
     assert order_gap == order_given and order_gap[0] == 2
+    for i in range(3):  # 'the softmax turns that gap into a ratio of weights'
+        assert A[i][i] / A[i][best_other[i]] == pytest.approx(math.exp(gap[i] / 2), rel=1e-12)
     assert min(range(3), key=lambda i: S[i][i]) == 2     # bank: the shortest vector
     off_s = {(i, j): S[i][j] for i in range(3) for j in range(i + 1, 3)}
     assert max(off_s, key=off_s.get) == (1, 2)
