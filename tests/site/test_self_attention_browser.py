@@ -207,7 +207,7 @@ def _labels_outside_panel(page):
     """Word labels of the water/money panel whose drawn box leaves the panel's plot area."""
     return page.evaluate(f"""() => {{
         const root = document.querySelector('{WIDGET} .tw-plot');
-        const area = root.querySelector('.subplot.x2y2 .nsewdrag').getBoundingClientRect();
+        const area = root.querySelector('.draglayer .x2y2 .nsewdrag').getBoundingClientRect();
         const out = [];
         root.querySelectorAll('.scatterlayer .trace text').forEach(t => {{
             const b = t.getBoundingClientRect();
