@@ -24,7 +24,8 @@ def scaled_dot_product_attention(
 
     ``mask`` is either boolean (True = may attend, as in ``F.scaled_dot_product_attention``)
     or additive (0 where allowed, a large negative number where not), broadcastable to the
-    scores. The softmax runs in float32, the same stability upcast Hugging Face's Llama uses.
+    scores. The softmax runs in at least float32, the same stability upcast Hugging Face's Llama
+    uses (float64 input stays float64).
     """
     # q: (..., T_q, d_k)   k: (..., T_kv, d_k)   v: (..., T_kv, d_v)
     if scale is None:
@@ -35,7 +36,8 @@ def scaled_dot_product_attention(
             scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
         else:
             scores = scores + mask
-    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)  # rows sum to 1
+    upcast = torch.promote_types(scores.dtype, torch.float32)  # float32 at least, never down
+    weights = torch.softmax(scores, dim=-1, dtype=upcast).to(q.dtype)  # rows sum to 1
     weights = torch.nn.functional.dropout(weights, p=dropout_p, training=training)
     output = torch.matmul(weights, v)  # (..., T_q, d_v)
     return output, weights

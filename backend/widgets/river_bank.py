@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from backend.reference import river_bank as rb
-from backend.widgets.spec import Output, Param, WidgetSpec
+from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
 CUSTOM = "custom"
@@ -29,9 +29,14 @@ SPEC = WidgetSpec(
               help="The middle word of 'the ___ bank'. Choose custom to type its four numbers."),
         Param("scaled", "divide by √d", "bool", default=True,
               help="Divide the scores by √d = √4 = 2 before the softmax, as attention does."),
+        # Greyed out (and ignored) unless the neighbour word is custom; they keep their values,
+        # so switching back to custom restores the reader's word.
         *(Param(name, f"custom: {name}", "float", default=default, min=-3.0, max=3.0,
                 step=0.1, help=f"The custom neighbour's '{name}' number; used only when the "
-                               "neighbour word is custom.")
+                               "neighbour word is custom.",
+                depends=(Depends("neighbour", {
+                    n: {"disabled": True, "note": "only the custom word uses these numbers"}
+                    for n in ("river", "savings")}),))
           for name, default in CUSTOM_PARAMS),
     ),
     outputs=(
@@ -40,14 +45,18 @@ SPEC = WidgetSpec(
         Output("weight_bank", "weight on 'bank' itself", ".3f"),
         Output("water_after", "bank after: water", ".2f"),
         Output("money_after", "bank after: money", ".2f"),
+        Output("fourth_after", "bank after: fourth", ".2f"),
         Output("leans", "bank now leans", ""),
     ),
     # Baked for readers without the API: both named neighbours with and without the division,
-    # the custom word at its start and with bank's own numbers (the chapter's "try"), and a
-    # sweep of the custom word's water and money numbers.
+    # the custom word at its start, with bank's own numbers, with fourth 3 and at (3, 3, 3, 3)
+    # undivided (the chapter's "try"s), and a sweep of the custom word's water and money numbers.
     bake=tuple({"neighbour": n, "scaled": s} for n in ("river", "savings", CUSTOM)
                for s in (True, False))
-    + ({"neighbour": CUSTOM, "water": 1.6, "money": 1.6, "generic": 0.8, "fourth": 0.0},)
+    + ({"neighbour": CUSTOM, "water": 1.6, "money": 1.6, "generic": 0.8, "fourth": 0.0},
+       {"neighbour": CUSTOM, "fourth": 3.0},
+       {"neighbour": CUSTOM, "water": 3.0, "money": 3.0, "generic": 3.0, "fourth": 3.0,
+        "scaled": False})
     + tuple({"neighbour": CUSTOM, name: v} for name in ("water", "money")
             for v in (-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0)),
 )
@@ -70,6 +79,7 @@ def compute(params: dict) -> dict:
     words = rb.sentence(neighbour_vector(params))                    # (3, 4)
     step = rb.bank_in_context(words, scaled=params["scaled"])
     _, matrix = rb.every_word_in_context(words, scaled=params["scaled"])  # (3, 3)
+    scores = words @ words.T                                          # (3, 3)
 
     weights = step.weights.tolist()
     after = step.after.tolist()
@@ -94,11 +104,16 @@ def compute(params: dict) -> dict:
         "bank_after_vector": after,
         "water_after": after[0],
         "money_after": after[1],
+        "fourth_after": after[3],
         "lean": lean,
         "leans": leans,
-        "moved": (step.after - step.before).norm().item(),
+        "moved": (step.after - step.before).norm().item(),            # over all four numbers
+        "moved_plane": (step.after[:2] - step.before[:2]).norm().item(),  # the figure's arrow
         "matrix": matrix.tolist(),
-        "score_matrix": (words @ words.T).tolist(),   # X X^T: every word's step 1 at once
+        "score_matrix": scores.tolist(),   # X X^T: every word's step 1 at once
+        # each word's score with itself minus its best score with another word (row by row)
+        "self_margin": [scores[i, i].item() - max(scores[i, j].item() for j in range(3) if j != i)
+                        for i in range(3)],
         "custom_in_play": name == CUSTOM,
         "custom_moved": any(params[p] != d for p, d in CUSTOM_PARAMS),
     }
@@ -107,10 +122,16 @@ def compute(params: dict) -> dict:
 
 
 def _summary(v: dict, scaled: bool) -> str:
-    w, (t, n, _) = v["weights"], v["words"]
+    w, n = v["weights"], v["words"][1]
     how = "divided by √4 = 2" if scaled else "not divided"
-    return (f"In 'the {n} bank', with the scores {how}, bank gives weight {w[0]:.3f} to {t}, "
-            f"{w[1]:.3f} to {n} and {w[2]:.3f} to itself. It moves from water "
+    if v["custom_in_play"]:
+        where = ("With the custom word (" + ", ".join(f"{c:g}" for c in v["vectors"][1])
+                 + ") between 'the' and bank")
+        who = "the custom word"
+    else:
+        where, who = f"In 'the {n} bank'", n
+    return (f"{where}, with the scores {how}, bank gives weight {w[0]:.3f} to 'the', "
+            f"{w[1]:.3f} to {who} and {w[2]:.3f} to itself. It moves from water "
             f"{v['bank_before']['water']:.2f}, money {v['bank_before']['money']:.2f} to water "
             f"{v['water_after']:.2f}, money {v['money_after']:.2f}: it leans {v['leans']}."
             + ("" if v["custom_in_play"] or not v["custom_moved"] else
@@ -128,20 +149,30 @@ def _table(v: dict, scaled: bool) -> dict:
         x = v["vectors"][i]
         rows.append([word, ", ".join(f"{c:g}" for c in x), _cell(v["scores"][i], ".2f"),
                      _cell(v["divided"][i], ".2f"), _cell(v["exps"][i], ".2f"),
-                     _cell(v["weights"][i], ".3f"), _cell(v["weights"][i] * x[0], ".3f"),
-                     _cell(v["weights"][i] * x[1], ".3f")])
+                     _cell(v["weights"][i], ".3f"),
+                     *(_cell(v["weights"][i] * c, ".3f") for c in x)])
     rows.append(["sum", "", "", "", _cell(v["exp_sum"], ".2f"), _cell(sum(v["weights"]), ".3f"),
-                 _cell(v["water_after"], ".3f"), _cell(v["money_after"], ".3f")])
+                 *(_cell(c, ".3f") for c in v["bank_after_vector"])])
     return {
         "caption": "bank's three steps: score each word, "
                    + ("divide by √4 = 2, " if scaled else "skip the division, ")
-                   + "exponentiate and normalise, then mix. The last two columns add up to "
-                     "bank's new water and money numbers.",
+                   + "exponentiate and normalise, then mix. The last four columns add up to "
+                     "bank's new vector (water, money, generic, fourth).",
         "columns": ["word", "water, money, generic, fourth", "score bank·word",
                     "score ÷ 2" if scaled else "score (not divided)", "eˣ", "weight",
-                    "weight × water", "weight × money"],
+                    *(f"weight × {f}" for f in rb.FEATURES)],
         "rows": rows,
     }
+
+
+def _label_side(x: float, y: float, lo: float, hi: float) -> str:
+    """Where a point's label goes so that it stays inside the panel: below a point near the
+    top, to the right of one near the left edge, to the left of one near the right edge."""
+    span = hi - lo
+    vertical = "bottom" if y > hi - 0.2 * span else "top"
+    horizontal = ("right" if x < lo + 0.3 * span else "left" if x > hi - 0.3 * span
+                  else "center")
+    return f"{vertical} {horizontal}"
 
 
 def _figure(v: dict, scaled: bool) -> dict:
@@ -149,9 +180,11 @@ def _figure(v: dict, scaled: bool) -> dict:
     colour = COLORS["scaled"] if scaled else COLORS["unscaled"]
     xs = [row[0] for row in v["vectors"]] + [v["water_after"]]
     ys = [row[1] for row in v["vectors"]] + [v["money_after"]]
-    lo = min(0.0, *xs, *ys) - 0.3
-    hi = max(*xs, *ys) + 0.3
+    # Room for a word's label at the slider extremes: labels sit on the side facing the middle.
+    lo = min(0.0, *xs, *ys) - 0.6
+    hi = max(*xs, *ys) + 0.6
     before, after = v["bank_before"], v["bank_after"]
+    corners = [0, 1, 2, 0]  # the, neighbour, bank (before), back to the
     data = [
         {"type": "bar", "x": words, "y": w, "name": "softmax weight",
          "marker": {"color": colour}, "text": [f"{p:.3f}" for p in w], "textposition": "outside",
@@ -159,8 +192,13 @@ def _figure(v: dict, scaled: bool) -> dict:
         {"type": "scatter", "mode": "lines", "x": [lo, hi], "y": [lo, hi], "xaxis": "x2",
          "yaxis": "y2", "name": "water = money (ambiguous)", "hoverinfo": "skip",
          "line": {"color": COLORS["guide"], "dash": "dot"}},
+        {"type": "scatter", "mode": "lines", "x": [xs[i] for i in corners],
+         "y": [ys[i] for i in corners], "xaxis": "x2", "yaxis": "y2", "fill": "toself",
+         "fillcolor": "rgba(127, 127, 127, 0.12)", "line": {"color": COLORS["guide"], "width": 1},
+         "name": "the three words' triangle", "hoverinfo": "skip"},
         {"type": "scatter", "mode": "markers+text", "x": xs[:2], "y": ys[:2], "xaxis": "x2",
-         "yaxis": "y2", "text": words[:2], "textposition": "top center", "name": "context words",
+         "yaxis": "y2", "text": words[:2], "name": "context words", "cliponaxis": False,
+         "textposition": [_label_side(x, y, lo, hi) for x, y in zip(xs[:2], ys[:2])],
          "marker": {"color": COLORS["guide"], "size": 10},
          "hovertemplate": "%{text}: water %{x:.2f}, money %{y:.2f}<extra></extra>"},
         {"type": "scatter", "mode": "markers", "x": [before["water"]], "y": [before["money"]],

@@ -138,14 +138,25 @@ def test_raising_water_with_money_zero():
 
 
 def test_the_fourth_number_is_handed_over_but_not_scored():
-    """'Its score does not change, because bank's fourth number is 0, yet bank picks up a
-    fourth number of its own from the mix.'"""
+    """'Its score does not change, because bank's fourth number is 0, yet **bank after: fourth**
+    climbs away from 0 ...; the table's last column shows it is the custom word's weight times
+    its fourth number.'"""
     base = custom(fourth=0.0)
-    for f in (0.5, 1.0, 3.0):
+    assert base["fourth_after"] == 0
+    prev = 0.0
+    for f in (0.5, 1.0, 2.0, 3.0):
         v = custom(fourth=f)
         assert v["scores"] == base["scores"] and v["weights"] == base["weights"]
-        assert v["bank_after_vector"][3] > 0
-    assert custom(fourth=-2.0)["bank_after_vector"][3] < 0
+        assert v["fourth_after"] > prev  # climbs
+        prev = v["fourth_after"]
+    assert custom(fourth=-2.0)["fourth_after"] < 0
+    out = w.compute(w.SPEC.resolve({"neighbour": "custom", "fourth": 3.0}))
+    rows = out["table"]["rows"]
+    assert out["table"]["columns"][-1] == "weight × fourth"
+    assert [r[-1] for r in rows[:3]] == ["0.000", format(out["values"]["weights"][1] * 3.0, ".3f"), "0.000"]
+    assert rows[3][-1] == format(out["values"]["fourth_after"], ".3f")
+    labels = [o.label for o in w.SPEC.outputs]
+    assert "bank after: fourth" in labels
 
 
 def _inside_triangle(p, a, b, c, eps=1e-9):
@@ -159,10 +170,31 @@ def _inside_triangle(p, a, b, c, eps=1e-9):
     return all(x >= -eps for x in s)
 
 
+def test_a_weight_can_show_as_zero_but_is_not():
+    """'none is ever exactly 0, though one can get small enough to show as 0.000: with the
+    custom word at (3, 3, 3, 3) and no division, "the" gets ...'"""
+    v = custom(3.0, 3.0, 3.0, 3.0, scaled=False)
+    assert 0 < v["weight_the"] and format(v["weight_the"], ".3f") == "0.000"
+
+
+def test_the_triangle_is_drawn_and_collapses_on_the_diagonal():
+    """'inside the shaded triangle of the three words'; 'or on a line, when the three points
+    line up, as they do whenever the custom word's water and money are equal'."""
+    for params in ({}, {"neighbour": "custom", "water": -2.0, "money": 1.0}):
+        out = w.compute(w.SPEC.resolve(params))
+        tri = next(t for t in out["figure"]["data"] if t.get("fill") == "toself")
+        corners = [row[:2] for row in out["values"]["vectors"]]
+        assert list(zip(tri["x"], tri["y"])) == [tuple(c) for c in corners + corners[:1]]
+    for x in GRID:
+        v = custom(x, x, 0.5)
+        (ax, ay), (bx, by), (cx, cy) = (row[:2] for row in v["vectors"])
+        assert (bx - ax) * (cy - ay) - (by - ay) * (cx - ax) == pytest.approx(0, abs=1e-12)
+
+
 @pytest.mark.parametrize("scaled", [True, False])
 def test_weights_positive_and_bank_inside_the_triangle_at_every_setting(scaled):
-    """'Whatever numbers you type, the three weights stay positive and add up to 1, and bank
-    after ... always lands inside the triangle the three words make.'"""
+    """'Whatever numbers you type, the three weights add up to 1 and none is ever exactly 0 ...
+    bank after ... always lands inside the shaded triangle they make (or on a line ...)'."""
     for water, money, generic in custom_grid():
         v = custom(water, money, generic, scaled=scaled)
         assert all(p > 0 for p in v["weights"]) and math.isclose(sum(v["weights"]), 1)
@@ -180,7 +212,40 @@ def test_without_the_division_bank_copies_more_of_itself():
     assert RIVER["scores"].index(max(RIVER["scores"])) == 2
     assert UNSCALED["weight_bank"] > RIVER["weight_bank"]
     assert UNSCALED["moved"] < RIVER["moved"]
+    assert UNSCALED["moved_plane"] < RIVER["moved_plane"]
     assert 0 < UNSCALED["lean"] < RIVER["lean"]
+
+
+def test_the_arrow_and_the_lean_as_the_text_prints_them():
+    """'In the figure's water/money plane its arrow is ... long' (the plane distance, which
+    differs from the distance over all four numbers); 'water − money = lean' at three decimals
+    subtracts correctly, where the two-decimal values above do not."""
+    for v in (RIVER, UNSCALED):
+        before, after = v["bank_before"], v["bank_after"]
+        assert v["moved_plane"] == pytest.approx(math.hypot(after["water"] - before["water"],
+                                                            after["money"] - before["money"]))
+        assert format(round(v["water_after"], 3) - round(v["money_after"], 3), ".3f") == format(v["lean"], ".3f")
+    assert format(RIVER["moved_plane"], ".2f") != format(RIVER["moved"], ".2f")
+    assert format(round(RIVER["water_after"], 2) - round(RIVER["money_after"], 2), ".2f") != format(RIVER["lean"], ".2f")
+
+
+def test_float32_prints_the_same_three_decimals():
+    """'float32 would print the same three decimals here'"""
+    for name in ("river", "savings"):
+        for scaled in (True, False):
+            words = rb.sentence(rb.WORDS[name])
+            a = rb.bank_in_context(words, scaled=scaled)
+            b = rb.bank_in_context(words.float(), scaled=scaled)
+            for x, y in ((a.weights, b.weights), (a.after, b.after), (a.scores, b.scores)):
+                assert [format(t, ".3f") for t in x.tolist()] == [format(t, ".3f") for t in y.tolist()]
+
+
+def test_every_word_in_context_keeps_float64():
+    """The matrix form runs through attention.py, whose softmax must not downcast float64."""
+    out, A = rb.every_word_in_context(rb.sentence(rb.WORDS["river"]))
+    assert A.dtype == out.dtype == torch.float64
+    torch.testing.assert_close(A[2], rb.bank_in_context(rb.sentence(rb.WORDS["river"])).weights,
+                               atol=1e-15, rtol=0)
 
 
 def test_one_number_goes_the_other_way():
@@ -229,12 +294,24 @@ def test_the_weight_matrix():
 
 
 def test_exercise_2_answer():
-    """bank's row gives the largest weight any word gives another; bank has the smallest score
-    with itself and the largest score with another word (river)."""
-    A, S = RIVER["matrix"], RIVER["score_matrix"]
+    """bank's row gives the largest weight any word gives another. The gap between a word's
+    score with itself and its best other score decides it: bank (with river), river (with bank),
+    "the" (with bank); bank's gap is the smallest, being the shortest vector and sharing the
+    largest score between two different words (with river)."""
+    A, S, gap = RIVER["matrix"], RIVER["score_matrix"], RIVER["self_margin"]
     off = {(i, j): A[i][j] for i in range(3) for j in range(3) if i != j}
     assert max(off, key=off.get) == (2, 1)
-    assert min(range(3), key=lambda i: S[i][i]) == 2
+    best_other = [max((j for j in range(3) if j != i), key=lambda j: S[i][j]) for i in range(3)]
+    assert best_other == [2, 2, 1]                       # the -> bank, river -> bank, bank -> river
+    assert gap == [S[i][i] - S[i][best_other[i]] for i in range(3)]
+    assert [format(g, ".2f") for g in gap] == ["3.47", "2.45", "1.20"]
+    # the smaller the gap, the more of its row a word gives to its best other word
+    order_gap = sorted(range(3), key=lambda i: gap[i])
+    order_given = sorted(range(3), key=lambda i: -A[i][best_other[i]])
+    assert order_gap == order_given and order_gap[0] == 2
+    for i in range(3):  # 'the softmax turns that gap into a ratio of weights'
+        assert A[i][i] / A[i][best_other[i]] == pytest.approx(math.exp(gap[i] / 2), rel=1e-12)
+    assert min(range(3), key=lambda i: S[i][i]) == 2     # bank: the shortest vector
     off_s = {(i, j): S[i][j] for i in range(3) for j in range(i + 1, 3)}
     assert max(off_s, key=off_s.get) == (1, 2)
 
@@ -266,4 +343,17 @@ def test_projections():
     w_q2, w_k2 = w_q[:, :2], w_k[:, :2]
     _, A3 = rb.self_attention(X, w_q2, w_k2, w_v)
     expected = torch.softmax((X @ w_q2) @ (X @ w_k2).T / math.sqrt(2), dim=-1)
-    torch.testing.assert_close(A3, expected, atol=1e-6, rtol=0)
+    torch.testing.assert_close(A3, expected, atol=1e-12, rtol=0)
+
+
+def test_the_spread_of_a_dot_product_grows_as_the_square_root_of_d_k():
+    """'d_k is the number of terms summed in each dot product: with independent unit-variance
+    entries the standard deviation of such a sum grows as sqrt(d_k)'. With 20,000 samples the
+    sample standard deviation is within about 1.5% of the true one (3 standard errors)."""
+    g = torch.Generator().manual_seed(0)
+    for d_k in (4, 16, 64):
+        q = torch.randn(20_000, d_k, generator=g, dtype=torch.float64)
+        k = torch.randn(20_000, d_k, generator=g, dtype=torch.float64)
+        spread = (q * k).sum(-1).std().item()
+        assert spread == pytest.approx(math.sqrt(d_k), rel=0.03)
+        assert ((q * k).sum(-1) / math.sqrt(d_k)).std().item() == pytest.approx(1, rel=0.03)

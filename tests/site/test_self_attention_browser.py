@@ -153,7 +153,7 @@ def test_notebook_ran_standalone_and_links_to_its_chapter(built_site):
 
     page = built_site / "exercises/llm101-03-self-attention/index.html"
     html = page.read_text(encoding="utf-8")
-    assert "fused attention gives bank" in html and "bank after : water 1.73" in html  # cells ran
+    assert "built-in attention gives bank" in html and "bank after : water 1.73" in html  # cells ran
     assert html.count("Plotly.newPlot") >= 1
     for href in re.findall(r'href="(\.\./\.\./chapters/[^"#]+)"', html):
         assert (page.parent / href / "index.html").resolve().is_file(), href
@@ -162,3 +162,96 @@ def test_notebook_ran_standalone_and_links_to_its_chapter(built_site):
     imported = set(re.findall(r"^(?:from|import) (\w+)", code, re.M))
     assert imported <= {"math", "torch", "plotly", "IPython", "numpy"}, imported
     assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
+
+
+# ------------------------------------------------------------ the fresh reader's findings
+
+def test_the_data_table_is_on_the_page_and_follows_the_controls(page, server):
+    """'Under the figure, ... the **Data table** (closed until you open it) redoes steps 1 to 3
+    with the live numbers ... the four products weight × number whose column sums are bank's new
+    vector.'"""
+    widget = open_chapter(page, server)
+    table = widget.locator("details.tw-table")
+    assert table.is_visible() and table.get_attribute("open") is None
+    assert table.locator("summary").inner_text().startswith("Data table")
+    table.locator("summary").click()
+    heads = table.locator("th[scope=col]").all_inner_texts()
+    assert heads[-4:] == ["weight × water", "weight × money", "weight × generic", "weight × fourth"]
+    assert table.locator("tbody tr").nth(3).locator("td").nth(5).inner_text() == "1.727"
+    widget.locator('select[name="neighbour"]').select_option("custom")
+    box = widget.locator('input[name="fourth-value"]')
+    box.fill("3")
+    box.dispatch_event("change")
+    wait_live_value(page, "fourth_after", "0.92")
+    assert table.locator("tbody tr").nth(3).locator("td").last.inner_text() == "0.917"
+    # the table sits under the figure
+    assert (table.bounding_box()["y"] > widget.locator(".tw-plot").bounding_box()["y"])
+    assert page.console_errors == []
+
+
+def test_custom_sliders_are_greyed_out_unless_the_neighbour_is_custom(page, server):
+    widget = open_chapter(page, server)
+    slider = widget.locator('input[type=range][name="water"]')
+    assert slider.is_disabled()
+    widget.locator('select[name="neighbour"]').select_option("custom")
+    page.wait_for_function(
+        f"() => !document.querySelector('{WIDGET} input[type=range][name=water]').disabled",
+        timeout=5_000)
+    widget.locator('select[name="neighbour"]').select_option("savings")
+    page.wait_for_function(
+        f"() => document.querySelector('{WIDGET} input[type=range][name=water]').disabled",
+        timeout=5_000)
+
+
+def _labels_outside_panel(page):
+    """Word labels of the water/money panel whose drawn box leaves the panel's plot area."""
+    return page.evaluate(f"""() => {{
+        const root = document.querySelector('{WIDGET} .tw-plot');
+        const area = root.querySelector('.draglayer .x2y2 .nsewdrag').getBoundingClientRect();
+        const out = [];
+        root.querySelectorAll('.scatterlayer .trace text').forEach(t => {{
+            const b = t.getBoundingClientRect();
+            if (!t.textContent) return;
+            if (b.left < area.left - 1 || b.right > area.right + 1 || b.top < area.top - 1
+                || b.bottom > area.bottom + 1) out.push(t.textContent);
+        }});
+        return out;
+    }}""")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_word_labels_stay_inside_the_panel_at_the_slider_extremes(browser, server, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        for corner in ("-3", "3"):
+            widget = open_chapter(page, server, f"?river_bank.neighbour=custom&river_bank.water={corner}"
+                                                f"&river_bank.money={corner}&river_bank.generic={corner}"
+                                                f"&river_bank.fourth=3&river_bank.scaled=false")
+            page.wait_for_function(
+                f"""() => document.querySelector('{WIDGET}').dataset.source === 'live'
+                     && document.querySelector('{WIDGET} .tw-plot').data[3].x[1] === {corner}""",
+                timeout=15_000)
+            page.wait_for_timeout(300)
+            texts = page.evaluate(f"""() => Array.from(document.querySelectorAll(
+                '{WIDGET} .tw-plot .scatterlayer .trace text')).map(t => t.textContent)""")
+            assert "custom word" in texts
+            assert _labels_outside_panel(page) == [], (width, corner)
+            assert widget.is_visible()
+    finally:
+        context.close()
+
+
+def test_display_equations_fit_a_phone(browser, server):
+    """Every display equation of the chapter fits a 390 px screen without hidden overflow."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True)
+    page = context.new_page()
+    try:
+        open_chapter(page, server)
+        wide = page.evaluate("""() => Array.from(document.querySelectorAll('.katex-display'))
+            .map(e => [e.scrollWidth, e.clientWidth, e.textContent.slice(0, 40)])
+            .filter(([s, c]) => s > c + 1)""")
+        assert wide == []
+    finally:
+        context.close()

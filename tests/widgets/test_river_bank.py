@@ -60,7 +60,14 @@ def test_the_table_is_the_handouts_arithmetic_filled_in(client):
         ["bank", "1.6, 1.6, 0.8, 0", "5.76", "2.88", "17.81", "0.557"],
     ]
     assert table["rows"][3][4:6] == ["31.98", "1.000"]
-    assert [round(float(c), 2) for c in table["rows"][3][6:]] == [1.73, 0.93]
+    assert table["columns"][6:] == ["weight × water", "weight × money", "weight × generic",
+                                    "weight × fourth"]
+    # the sum row is bank's whole new vector: each mix column adds up to its number
+    assert [float(c) for c in table["rows"][3][6:]] == [round(x, 3) for x in out["values"]["bank_after_vector"]]
+    assert [round(float(c), 2) for c in table["rows"][3][6:8]] == [1.73, 0.93]
+    for col in range(6, 10):
+        assert sum(float(row[col]) for row in table["rows"][:3]) == pytest.approx(
+            float(table["rows"][3][col]), abs=2e-3)
     unscaled = post(client, scaled=False)["table"]
     assert unscaled["columns"][3] == "score (not divided)"
     assert [row[5] for row in unscaled["rows"][:3]] == ["0.045", "0.221", "0.734"]
@@ -68,8 +75,12 @@ def test_the_table_is_the_handouts_arithmetic_filled_in(client):
 
 def test_summary_says_what_the_figure_shows(client):
     s = post(client)["summary"]
+    assert s.startswith("In 'the river bank'")
     assert "0.137" in s and "0.306" in s and "0.557" in s and "1.73" in s and "leans water" in s
     assert "not divided" in post(client, scaled=False)["summary"]
+    c = post(client, neighbour="custom", water=-3.0, money=-3.0, generic=-3.0)["summary"]
+    assert c.startswith("With the custom word (-3, -3, -3, 0) between 'the' and bank")
+    assert "custom word bank" not in c
 
 
 def test_custom_word_uses_the_four_numbers(client):
@@ -81,6 +92,8 @@ def test_custom_word_uses_the_four_numbers(client):
     fourth = post(client, neighbour="custom", fourth=2.0)["values"]
     assert fourth["scores"][1] == start["scores"][1]  # bank's fourth number is 0: no effect on the score
     assert fourth["bank_after_vector"][3] > 0          # but the mix carries it into bank
+    assert fourth["fourth_after"] == fourth["bank_after_vector"][3]  # shown in the values panel
+    assert "fourth_after" in [o.name for o in rbw.SPEC.outputs]
 
 
 def test_custom_sliders_are_out_of_play_while_a_named_word_is_chosen(client):
@@ -98,11 +111,22 @@ def test_custom_sliders_are_out_of_play_while_a_named_word_is_chosen(client):
     assert custom["values"]["vectors"][1] == [-2.0, 3.0, 1.0, 1.0]
 
 
+def test_custom_sliders_are_disabled_unless_the_neighbour_is_custom():
+    """The page greys them out through the spec's dependent state (spec.Depends)."""
+    labels = {p.name: p.label for p in rbw.SPEC.params}
+    for name in ("water", "money", "generic", "fourth"):
+        p = rbw.SPEC.param(name)
+        for neighbour, disabled in (("river", True), ("savings", True), ("custom", False)):
+            eff = p.effective({"neighbour": neighbour}, labels)
+            assert eff["disabled"] is disabled, (name, neighbour)
+        assert p.to_json()["depends"][0]["on"] == "neighbour"
+
+
 @pytest.mark.parametrize("body,fragment", [
-    ({"neighbour": "lake"}, "'river', 'savings', 'custom'"),
-    ({"scaled": "yes"}, "true or false"),
-    ({"neighbour": "custom", "water": 3.5}, "-3 to 3"),
-    ({"neighbour": "custom", "money": "a lot"}, "must be a number"),
+    ({"neighbour": "lake"}, "'neighbour word' must be one of 'river', 'savings', 'custom'"),
+    ({"scaled": "yes"}, "'divide by √d' must be true or false"),
+    ({"neighbour": "custom", "water": 3.5}, "'custom: water' must be from -3 to 3"),
+    ({"neighbour": "custom", "money": "a lot"}, "'custom: money' must be a number"),
     ({"bank": [1, 2]}, "unknown parameter"),
 ])
 def test_bad_input_is_a_400_with_the_rule(client, body, fragment):
@@ -130,3 +154,18 @@ def test_figure_is_small_themeable_and_has_a_phone_layout():
         assert key not in fig["layout"]
     assert fig["narrow"]["xaxis"]["domain"] == [0, 1]
     assert fig["data"][0]["y"] == out["values"]["weights"]
+
+
+@pytest.mark.parametrize("corner", [-3.0, 3.0])
+def test_word_labels_face_the_middle_and_have_room_at_the_slider_extremes(corner):
+    """A label at the panel's edge sits on its inner side, and the axes leave room around the
+    farthest point (the browser test checks the drawn labels stay inside the panel)."""
+    v = rbw.compute(rbw.SPEC.resolve({"neighbour": "custom", "water": corner, "money": corner,
+                                      "generic": corner, "fourth": corner}))
+    fig = v["figure"]
+    words = next(t for t in fig["data"] if t.get("mode") == "markers+text")
+    lo, hi = fig["layout"]["xaxis2"]["range"]
+    custom_side = words["textposition"][1]
+    assert custom_side == ("top right" if corner < 0 else "bottom left")
+    assert (lo <= corner - 0.5) if corner < 0 else (hi >= corner + 0.5)
+    assert words["cliponaxis"] is False
