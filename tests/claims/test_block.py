@@ -86,3 +86,8 @@ def test_float16_overflow_and_bf16_running_sum():
     assert v["mean_square_running"] < 0.5 * v["mean_square_exact"]
     v = run(rmsnorm, dtype="float32")
     assert v["mean_square_running"] == pytest.approx(v["mean_square_exact"], rel=1e-4)
+
+
+def test_llama3_spends_about_30_percent_more_than_parameter_neutral():
+    v = run(mlp)
+    assert 1.25 < v["l3_8b_d_ff"] / v["two_thirds_4d_4096"] < 1.35
