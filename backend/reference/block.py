@@ -32,3 +32,29 @@ class DecoderBlock(nn.Module):
         x = x + self.mlp(self.mlp_norm(x))  # per-position computation
         return x, weights
     # --8<-- [end:block_forward]
+
+
+def block_parameter_split(d_model: int, d_ff: int, kind: str = "gated", n_heads: int | None = None,
+                          n_kv_heads: int | None = None) -> dict[str, int]:
+    """Parameters of one block by part, counted from the real modules on the meta device.
+
+    kind "gated" is the block above (SwiGLU); "plain" swaps in the two-matrix MLP without biases.
+    n_heads defaults to d_model / 64 (the count of a plain multi-head block does not depend on it).
+    """
+    from .mlp import MLP
+
+    n_heads = n_heads or max(1, d_model // 64)
+    config = ModelConfig(vocab_size=1, d_model=d_model, n_layers=1, n_heads=n_heads,
+                         n_kv_heads=n_kv_heads, d_ff=d_ff)
+    with torch.device("meta"):
+        block = DecoderBlock(config)
+        if kind == "plain":
+            block.mlp = MLP(config, bias=False)
+        elif kind != "gated":
+            raise ValueError(f"kind must be 'gated' or 'plain', got {kind!r}")
+
+    def count(m: nn.Module) -> int:
+        return sum(p.numel() for p in m.parameters())
+
+    return {"attention": count(block.attn), "mlp": count(block.mlp),
+            "norms": count(block.attn_norm) + count(block.mlp_norm)}

@@ -32,12 +32,12 @@ class SwiGLU(nn.Module):
 
 # --8<-- [start:mlp]
 class MLP(nn.Module):
-    """Two matrices with biases and a ReLU between them, as in the 2017 paper."""
+    """Two matrices and a ReLU between them; with biases, as in the 2017 paper, by default."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, bias: bool = True):
         super().__init__()
-        self.fc1 = nn.Linear(config.d_model, config.d_ff)
-        self.fc2 = nn.Linear(config.d_ff, config.d_model)
+        self.fc1 = nn.Linear(config.d_model, config.d_ff, bias=bias)
+        self.fc2 = nn.Linear(config.d_ff, config.d_model, bias=bias)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -46,6 +46,7 @@ class MLP(nn.Module):
 # --8<-- [end:mlp]
 
 
+# --8<-- [start:hidden_size]
 def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier: float | None = None) -> int:
     """Meta's rule for d_ff: 2/3 of 4 d (same parameters as a 4d two-matrix MLP), optionally
     scaled, rounded up to a multiple. Llama-2-7B: 11008; Llama-3-8B (x1.3, multiple 1024): 14336."""
@@ -53,3 +54,11 @@ def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier:
     if ffn_dim_multiplier is not None:
         hidden = int(ffn_dim_multiplier * hidden)
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
+# --8<-- [end:hidden_size]
+
+
+# --8<-- [start:equal_width]
+def gated_width_for_equal_params(d_ff_plain: float) -> float:
+    """The SwiGLU width with a two-matrix MLP's parameters: 3 d w = 2 d d_ff, so w = 2/3 d_ff."""
+    return 2 * d_ff_plain / 3
+# --8<-- [end:equal_width]

@@ -45,3 +45,30 @@ class LayerNorm(nn.Module):
         var = (x - mean).pow(2).mean(-1, keepdim=True)  # (..., 1), divides by d, not d - 1
         return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
 # --8<-- [end:layernorm]
+
+
+# --8<-- [start:no_upcast]
+def rmsnorm_no_upcast(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """RMSNorm with every step in x's own dtype: the squares, their mean and the product."""
+    return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+# --8<-- [end:no_upcast]
+
+
+def rmsnorm_float64(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """The exact answer to compare against: the same formula in float64, gain 1."""
+    x = x.to(torch.float64)
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
+# --8<-- [start:running_sum]
+def running_mean_square(row: torch.Tensor, dtype: torch.dtype) -> float:
+    """mean(x^2) with a running sum *held in dtype*, one element at a time, as a naive loop would.
+
+    PyTorch's own reduction kernels keep a float32 accumulator even for bf16 inputs; this
+    loop does not, so it shows what "summing 4096 bf16 numbers" costs when nobody upcasts.
+    """
+    total = torch.zeros((), dtype=dtype)
+    for v in row.to(dtype).pow(2):  # row: (d,)
+        total = total + v  # rounded to dtype after every add
+    return total.item() / row.numel()
+# --8<-- [end:running_sum]

@@ -23,6 +23,8 @@ _MODULES = (  # in the order the book meets them
     "positions",
     "attention_map",
     "training_signal",
+    "mlp",
+    "rmsnorm",
 )
 
 

@@ -26,3 +26,30 @@ def test_llama_d_ff_rule():
     assert swiglu_hidden_size(5120) == 13824  # Llama-2-13B
     assert swiglu_hidden_size(8192, multiple_of=4096, ffn_dim_multiplier=1.3) == 28672  # Llama-2-70B
     assert swiglu_hidden_size(4096, multiple_of=1024, ffn_dim_multiplier=1.3) == 14336  # Llama-3-8B
+
+
+def test_plain_mlp_without_bias_is_two_matrices_and_matches_the_handout_ffn():
+    """004 §9.4's PoswiseFFN is fc2(relu(fc1 x)); our MLP(bias=True) is the same function."""
+    plain = MLP(CFG, bias=False)
+    assert sum(p.numel() for p in plain.parameters()) == 2 * 32 * 88
+    ours = MLP(CFG)
+    x = torch.randn(2, 5, 32)
+    by_hand = torch.relu(x @ ours.fc1.weight.T + ours.fc1.bias) @ ours.fc2.weight.T + ours.fc2.bias
+    torch.testing.assert_close(ours(x), by_hand)
+
+
+def test_mlp_works_per_position():
+    """Changing one position's input changes only that position's output."""
+    m = SwiGLU(CFG)
+    x = torch.randn(1, 6, 32)
+    y = m(x)
+    x2 = x.clone()
+    x2[0, 2] += 1.0
+    y2 = m(x2)
+    changed = (y2 - y).abs().amax(-1)[0]
+    assert changed[2] > 0 and torch.all(changed[torch.arange(6) != 2] == 0)
+
+
+def test_gated_width_for_equal_params():
+    from backend.reference.mlp import gated_width_for_equal_params
+    assert gated_width_for_equal_params(4 * 4096) * 3 == 2 * 4 * 4096  # 3 d w = 2 d (4d)

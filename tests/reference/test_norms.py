@@ -42,3 +42,31 @@ def test_rmsnorm_upcasts_the_reduction_in_bf16():
     naive = naive * torch.rsqrt(naive.pow(2).mean(-1, keepdim=True) + 1e-5)  # reduction in bf16
     exact = RMSNorm(4096)(x)
     assert (y16.float() - exact).abs().max() <= (naive.float() - exact).abs().max()
+
+
+def test_rmsnorm_matches_transformers_llama_rmsnorm_in_bf16():
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+    ours = RMSNorm(64).to(torch.bfloat16)
+    theirs = LlamaRMSNorm(64, eps=1e-5).to(torch.bfloat16)
+    x = (torch.randn(3, 64) * 5 + 2).to(torch.bfloat16)
+    assert torch.equal(ours(x), theirs(x))
+
+
+def test_no_upcast_and_float64_helpers():
+    from backend.reference.norms import rmsnorm_float64, rmsnorm_no_upcast
+    x = torch.tensor([[1.0, 7.0]])
+    torch.testing.assert_close(rmsnorm_float64(x, eps=0.0), torch.tensor([[0.2, 1.4]], dtype=torch.float64))
+    torch.testing.assert_close(rmsnorm_no_upcast(x, torch.ones(2), eps=0.0), torch.tensor([[0.2, 1.4]]))
+    # float16 squares overflow above 65504: 300^2 = 90000 becomes inf and the output collapses to 0
+    big = torch.full((1, 8), 300.0, dtype=torch.float16)
+    assert torch.all(rmsnorm_no_upcast(big, torch.ones(8, dtype=torch.float16)) == 0)
+    assert torch.all(RMSNorm(8).half()(big) == 1)
+
+
+def test_running_sum_in_bf16_stalls():
+    """By hand: a bf16 running sum of ones stops at 256, where the spacing becomes 2 and 256 + 1
+    rounds back to 256 (ties to even); in float32 it reaches 4096."""
+    from backend.reference.norms import running_mean_square
+    ones = torch.ones(4096)
+    assert running_mean_square(ones, torch.bfloat16) == 256 / 4096
+    assert running_mean_square(ones, torch.float32) == 1.0

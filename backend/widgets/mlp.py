@@ -1,0 +1,157 @@
+"""Widget: the MLP's parameters, plain (two matrices) against gated SwiGLU (three).
+
+Counts come from the book's own modules built on the meta device (no memory is allocated, so
+the largest sizes cost nothing). Also carries the block chapter's fixed measurements: the MLP's
+share of two real Llama models, and the gradient reaching layer 0 of a deep stack wired with and
+without the residual (computed once per process).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from backend.reference import counting, presets
+from backend.reference.block import block_parameter_split
+from backend.reference.mlp import gated_width_for_equal_params, swiglu_hidden_size
+from backend.reference.residual import WIRINGS, gradient_by_layer
+from backend.widgets.spec import Output, Param, WidgetSpec
+from backend.widgets.style import COLORS, base_layout
+
+SPEC = WidgetSpec(
+    name="mlp",
+    title="The MLP: two matrices or three",
+    description="Parameters of a plain and a gated (SwiGLU) MLP, and the MLP's share of a block.",
+    params=(
+        Param("d_model", "model width d", "int", default=4096, min=64, max=16384, step=64,
+              help="Width of the residual stream (a multiple of 64)."),
+        Param("d_ff", "MLP width d_ff", "int", default=14336, min=64, max=65536, step=64,
+              help="Inner width of the MLP (Llama's intermediate_size)."),
+        Param("kind", "MLP kind", "choice", default="gated", options=("gated", "plain"),
+              help="gated: SwiGLU, three matrices; plain: two matrices and a ReLU, no biases."),
+    ),
+    outputs=(
+        Output("params_gated", "gated MLP parameters (3·d·d_ff)", ",d"),
+        Output("params_plain", "plain MLP parameters (2·d·d_ff)", ",d"),
+        Output("d_ff_equal_params", "gated width with the plain MLP's parameters", ",.1f"),
+        Output("ratio_to_d", "d_ff ÷ d", ".3f"),
+        Output("mlp_share", "MLP's share of the block (this kind)", ".1%"),
+    ),
+    bake=({},) + tuple({"d_ff": w} for w in (2048, 4096, 8192, 10944, 11008, 16384, 32768))
+    + ({"kind": "plain"}, {"kind": "plain", "d_ff": 16384}, {"d_model": 512, "d_ff": 2048, "kind": "plain"}),
+)
+
+RESIDUAL_DEPTH = 32  # layers in the gradient experiment
+RESIDUAL_WIDTH = (64, 176)  # (d_model, d_ff) of its layers: small, so it runs in about a second
+CURVE_POINTS = 41
+
+
+@lru_cache(maxsize=1)
+def block_facts() -> dict:
+    """Fixed measurements the chapter quotes (the same for every slider position)."""
+    v = {}
+    for name in ("llama-2-7b", "llama-3-8b"):
+        c = presets.get_preset(name)
+        n = counting.count_parameters(c)
+        key = name.replace("-", "_").replace("llama_", "l")  # l2_7b, l3_8b
+        v[f"{key}_d_ff"] = c.d_ff
+        v[f"{key}_ratio"] = c.d_ff / c.d_model
+        v[f"{key}_mlp_share_block"] = n.mlp / c.n_layers / n.per_layer
+        v[f"{key}_mlp_share_model"] = n.mlp / n.total
+        v[f"{key}_mlp_per_layer"] = n.mlp // c.n_layers
+    v["two_thirds_4d_4096"] = 2 * 4 * 4096 / 3
+    v["meta_rule_l2_7b"] = swiglu_hidden_size(4096)
+    v["meta_rule_l3_8b"] = swiglu_hidden_size(4096, multiple_of=1024, ffn_dim_multiplier=1.3)
+    v["meta_rule_l3_8b_before_rounding"] = int(1.3 * int(2 * 4 * 4096 / 3))
+    v["meta_rule_l3_8b_no_multiplier"] = swiglu_hidden_size(4096, multiple_of=1024)
+    base = block_parameter_split(512, 2048, "plain")  # the 2017 base model's MLP, biases aside
+    v["base_mlp_share_block"] = base["mlp"] / sum(base.values())
+    v["residual_depth"] = RESIDUAL_DEPTH
+    d, f = RESIDUAL_WIDTH
+    for wiring in WIRINGS:
+        grads = gradient_by_layer(RESIDUAL_DEPTH, d, f, wiring)
+        v[f"grad_layer0_{wiring}"] = grads[0]
+        v[f"grad_layer{RESIDUAL_DEPTH // 2}_{wiring}"] = grads[RESIDUAL_DEPTH // 2]
+    return v
+
+
+def compute(params: dict) -> dict:
+    d, d_ff, kind = params["d_model"], params["d_ff"], params["kind"]
+    gated = block_parameter_split(d, d_ff, "gated")
+    plain = block_parameter_split(d, d_ff, "plain")
+    split = gated if kind == "gated" else plain
+    values = {
+        "params_gated": gated["mlp"],
+        "params_plain": plain["mlp"],
+        "d_ff_equal_params": gated_width_for_equal_params(d_ff),
+        "ratio_to_d": d_ff / d,
+        "mlp_share": split["mlp"] / sum(split.values()),
+        "mlp_share_gated": gated["mlp"] / sum(gated.values()),
+        "mlp_share_plain": plain["mlp"] / sum(plain.values()),
+        "attention_params": split["attention"],
+        "norm_params": split["norms"],
+        **block_facts(),
+    }
+    return {"values": values, "figure": _figure(d, d_ff, kind, values, split),
+            "summary": _summary(d, d_ff, kind, values), "table": _table(d, d_ff, values, split)}
+
+
+def _figure(d, d_ff, kind, v, split) -> dict:
+    top = max(2 * d_ff, 6 * d)
+    xs = [round(top * i / (CURVE_POINTS - 1)) for i in range(CURVE_POINTS)]
+    gated_c, plain_c, guide = COLORS["scaled"], COLORS["unscaled"], COLORS["guide"]
+    mine = v["params_gated"] if kind == "gated" else v["params_plain"]
+    data = [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": [3 * d * x for x in xs],
+         "name": "gated: 3·d·d_ff", "line": {"color": gated_c, "width": 2}},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": [2 * d * x for x in xs],
+         "name": "plain: 2·d·d_ff", "line": {"color": plain_c, "width": 2}},
+        {"type": "scatter", "mode": "markers", "x": [d_ff], "y": [mine], "name": f"your d_ff ({kind})",
+         "marker": {"size": 13, "color": COLORS["accent"], "symbol": "circle-open", "line": {"width": 3}},
+         "hovertemplate": "d_ff=%{x:,}<br>%{y:,} parameters<extra></extra>"},
+        {"type": "scatter", "mode": "lines+markers", "x": [v["d_ff_equal_params"], d_ff],
+         "y": [v["params_plain"], v["params_plain"]], "name": "same count, gated width",
+         "line": {"color": guide, "dash": "dash"}, "marker": {"size": 7, "color": guide},
+         "hovertemplate": "d_ff=%{x:,.0f}: %{y:,}<extra></extra>"},
+        {"type": "bar", "x": ["attention", "MLP", "norms"],
+         "y": [split["attention"], split["mlp"], split["norms"]], "xaxis": "x2", "yaxis": "y2",
+         "marker": {"color": [COLORS["purple"], gated_c if kind == "gated" else plain_c, guide]},
+         "name": "one block", "showlegend": False,
+         "hovertemplate": "%{x}: %{y:,}<extra></extra>"},
+    ]
+    layout = base_layout(
+        420,
+        xaxis={"domain": [0, 0.6], "title": {"text": "MLP width d_ff"}, "rangemode": "tozero"},
+        yaxis={"title": {"text": "MLP parameters"}, "rangemode": "tozero"},
+        xaxis2={"domain": [0.72, 1], "anchor": "y2", "type": "category"},
+        yaxis2={"anchor": "x2", "title": {"text": "parameters in one block"}, "rangemode": "tozero"},
+        annotations=[
+            {"text": f"d = {d:,}", "showarrow": False, "x": 0.3, "y": 1.08, "xref": "paper",
+             "yref": "paper", "xanchor": "center"},
+            {"text": f"MLP = {v['mlp_share']:.0%} of the block", "showarrow": False, "x": 0.86,
+             "y": 1.08, "xref": "paper", "yref": "paper", "xanchor": "center"},
+        ],
+    )
+    narrow = {"height": 700, "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.55, 1]},
+              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.35]}, "legend": {"y": -0.1},
+              "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
+                              {**layout["annotations"][1], "x": 0.5, "y": 0.4}]}
+    return {"data": data, "layout": layout, "narrow": narrow}
+
+
+def _summary(d, d_ff, kind, v) -> str:
+    return (f"At d = {d:,} and d_ff = {d_ff:,}, a gated MLP has {v['params_gated']:,} parameters and "
+            f"a plain one {v['params_plain']:,}; a gated MLP {v['d_ff_equal_params']:,.0f} wide "
+            f"would match the plain count. The {kind} MLP is {v['mlp_share']:.1%} of the block.")
+
+
+def _table(d, d_ff, v, split) -> dict:
+    return {
+        "caption": f"MLP parameters at d = {d:,}, d_ff = {d_ff:,}, and one block split by part.",
+        "columns": ["quantity", "value"],
+        "rows": [["gated MLP (3·d·d_ff)", f"{v['params_gated']:,}"],
+                 ["plain MLP (2·d·d_ff)", f"{v['params_plain']:,}"],
+                 ["gated width with the plain count", f"{v['d_ff_equal_params']:,.1f}"],
+                 ["attention in the block", f"{split['attention']:,}"],
+                 ["norms in the block", f"{split['norms']:,}"],
+                 ["MLP's share of the block", f"{v['mlp_share']:.1%}"]],
+    }

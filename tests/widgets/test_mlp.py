@@ -1,0 +1,51 @@
+"""The mlp widget through the API: the handout's figures, errors by label, the palette."""
+
+import pytest
+
+URL = "/api/widgets/mlp"
+
+
+def values(client, **params):
+    r = client.post(URL, json=params)
+    assert r.status_code == 200, r.get_json()
+    return r.get_json()["values"]
+
+
+def test_llama3_8b_counts_through_the_api(client):
+    """000 §6.5: 3 d d_ff = 176,160,768 gated vs 2 d d_ff = 117,440,512 plain at d = 4096, 14336."""
+    v = values(client, d_model=4096, d_ff=14336)
+    assert v["params_gated"] == 176_160_768
+    assert v["params_plain"] == 117_440_512
+    assert v["d_ff_equal_params"] == pytest.approx(2 * 14336 / 3)
+
+
+def test_meta_rule_and_real_figures(client):
+    v = values(client)
+    assert v["l2_7b_d_ff"] == v["meta_rule_l2_7b"] == 11008
+    assert v["l3_8b_d_ff"] == v["meta_rule_l3_8b"] == 14336
+    assert v["two_thirds_4d_4096"] == pytest.approx(10922.667, abs=1e-3)
+    assert v["l3_8b_mlp_per_layer"] == 176_160_768
+
+
+def test_share_by_hand(client):
+    v = values(client, d_model=512, d_ff=2048, kind="plain")
+    assert v["mlp_share"] == pytest.approx(2 * 512 * 2048 / (2 * 512 * 2048 + 4 * 512 ** 2 + 2 * 512))
+
+
+@pytest.mark.parametrize("body, label", [({"d_ff": 10}, "MLP width d_ff"),
+                                         ({"d_model": 70000}, "model width d"),
+                                         ({"kind": "moe"}, "MLP kind")])
+def test_bad_input_is_a_400_naming_the_label(client, body, label):
+    r = client.post(URL, json=body)
+    assert r.status_code == 400 and label in r.get_json()["error"]
+
+
+def test_result_contract_and_palette(client):
+    from backend.widgets.style import COLORS, SERIES
+    body = client.post(URL, json={}).get_json()
+    assert body["summary"] and body["table"]["rows"] and body["figure"]["narrow"]
+    import json
+    import re
+    used = {c.lower() for c in re.findall(r"#[0-9a-fA-F]{3,6}\b", json.dumps(body["figure"]))}
+    assert used <= {c.lower() for c in (*COLORS.values(), *SERIES)}
+    assert "paper_bgcolor" not in body["figure"]["layout"]
