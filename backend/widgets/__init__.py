@@ -22,6 +22,8 @@ _MODULES = (  # in the order the book meets them
     "multi_head",
     "positions",
     "attention_map",
+    "model_params",
+    "sampling",
 )
 
 
