@@ -129,6 +129,10 @@ def logits_shapes(cfg: ModelConfig, n_tokens: int = LOGIT_TOKENS) -> tuple[tuple
     return tuple(model(ids).logits.shape), tuple(model(ids, logits_to_keep=1).logits.shape)
 
 
+def _total(preset: str) -> int:
+    return count_parameters(CHOICES[preset]).total
+
+
 def compute(params: dict) -> dict:
     cfg = config_of(params)
     c = count_parameters(cfg)
@@ -147,6 +151,9 @@ def compute(params: dict) -> dict:
                        + (1 if cfg.tie_embeddings else 2) * cfg.vocab_size * cfg.d_model,
         "logits_shape_full": list(full), "logits_shape_last": list(last),
         "logits_mib_full": bytes_full / 2**20, "logits_mib_last": bytes_last / 2**20,
+        "logit_tokens": LOGIT_TOKENS,
+        "ratio_13b_over_7b": _total("llama-2-13b") / _total("llama-2-7b"),
+        "ratio_70b_over_13b": _total("llama-2-70b") / _total("llama-2-13b"),
         "d_head": cfg.d_head, "tied": cfg.tie_embeddings, "preset": name,
     }
     values["approx_error"] = (values["approx_12d2"] - c.total) / c.total
