@@ -156,7 +156,8 @@ def compute(params: dict) -> dict:
         "ratio_70b_over_13b": _total("llama-2-70b") / _total("llama-2-13b"),
         "d_head": cfg.d_head, "tied": cfg.tie_embeddings, "preset": name,
     }
-    values["approx_error"] = (values["approx_12d2"] - c.total) / c.total
+    values["approx_error"] = (values["approx_12d2"] - c.total) / c.total  # < 0: the rule is short
+    values["approx_off"] = abs(values["approx_error"])
     parts = [("embedding", c.embedding, SERIES[0]), ("attention", c.attention, SERIES[1]),
              ("MLP", c.mlp, SERIES[2]), ("norms", c.norms, COLORS["guide"]),
              ("LM head", c.lm_head, SERIES[4])]

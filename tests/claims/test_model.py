@@ -60,7 +60,7 @@ def test_tying_pays_in_the_small_model():
 
 
 def test_rule_of_thumb_close_for_7b_worse_with_gqa():
-    assert abs(mp()["approx_error"]) < 0.01
+    assert -0.01 < mp()["approx_error"] < 0  # "short of the real count"
     assert abs(mp(preset="llama-2-70b")["approx_error"]) > 5 * abs(mp()["approx_error"])
 
 
