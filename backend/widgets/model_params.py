@@ -6,8 +6,9 @@ model costs nothing to count and the count cannot drift from the code.
 
 Preset and fields never contradict each other. A preset fixes every field to its published
 value (each field's range shrinks to that one value, so the page moves the sliders there and
-holds them); the request may omit the fields and they are filled in from the preset. To edit a
-field, choose ``custom``: the fields keep the values they had and every slider is free.
+holds them); the request may omit the fields and they are filled in from the preset. In
+``custom`` (where the page starts, at Llama-2-7B's values) every slider is free, and a preset
+chosen later moves them all at once.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class PresetSpec(WidgetSpec):
 
     def resolve(self, body):
         if isinstance(body, dict):
-            preset = body.get("preset", "llama-2-7b")
+            preset = body.get("preset", CUSTOM)
             if isinstance(preset, str) and preset in CHOICES:
                 cfg = CHOICES[preset]
                 body = {**{p: getattr(cfg, f) for p, f in FIELDS.items()}, **body}
@@ -70,7 +71,7 @@ SPEC = PresetSpec(
     description="A decoder-only model's parameters by part, counted on the meta device by the "
                 "book's own model class.",
     params=(
-        Param("preset", "model", "choice", default="llama-2-7b", options=(*CHOICES, CUSTOM),
+        Param("preset", "model", "choice", default=CUSTOM, options=(*CHOICES, CUSTOM),
               help="A real model's published config.json, or custom to set every field yourself."),
         Param("n_layers", "layers L", "int", default=D.n_layers, min=1, max=128, step=1,
               depends=_locks("n_layers")),
@@ -161,7 +162,8 @@ def compute(params: dict) -> dict:
     parts = [("embedding", c.embedding, SERIES[0]), ("attention", c.attention, SERIES[1]),
              ("MLP", c.mlp, SERIES[2]), ("norms", c.norms, COLORS["guide"]),
              ("LM head", c.lm_head, SERIES[4])]
-    label = name if name != CUSTOM else "custom config"
+    same = [n for n, pc in CHOICES.items() if pc.replace(max_seq_len=LOGIT_TOKENS) == cfg]
+    label = name if name != CUSTOM else ("custom (as " + same[0] + ")" if same else "custom config")
     fig = {
         "data": [{
             "type": "bar", "orientation": "h", "y": [p[0] for p in parts],
