@@ -78,3 +78,30 @@ class ModelConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+# --8<-- [start:from_hf]
+# A Hugging Face config.json names the same sizes differently; this is the whole dictionary.
+HF_NAMES = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "d_model",
+    "num_hidden_layers": "n_layers",
+    "num_attention_heads": "n_heads",
+    "num_key_value_heads": "n_kv_heads",  # absent in older configs: plain multi-head attention
+    "intermediate_size": "d_ff",
+    "max_position_embeddings": "max_seq_len",
+    "rope_theta": "rope_theta",
+    "rms_norm_eps": "norm_eps",
+    "tie_word_embeddings": "tie_embeddings",
+    "attention_bias": "attention_bias",
+}
+
+
+def config_from_hf(hf: dict) -> ModelConfig:
+    """A ModelConfig from the fields of a Llama-family config.json (unknown keys are ignored)."""
+    fields = {ours: hf[theirs] for theirs, ours in HF_NAMES.items() if theirs in hf}
+    if "rope_parameters" in hf and "rope_theta" not in fields:  # transformers >= 5 nests it
+        fields["rope_theta"] = hf["rope_parameters"]["rope_theta"]
+    fields.setdefault("tie_embeddings", False)  # LlamaConfig's default
+    return ModelConfig(**fields)
+# --8<-- [end:from_hf]

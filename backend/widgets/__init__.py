@@ -25,6 +25,8 @@ _MODULES = (  # in the order the book meets them
     "training_signal",
     "mlp",
     "rmsnorm",
+    "model_params",
+    "sampling",
 )
 
 

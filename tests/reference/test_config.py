@@ -37,3 +37,23 @@ def test_frozen():
 def test_invalid_configs_raise_clear_errors(change, message):
     with pytest.raises(ValueError, match=message):
         ModelConfig(**{**BASE, **change})
+
+
+def test_config_from_hf_matches_transformers_llama_config():
+    """config_from_hf reads what transformers' own LlamaConfig writes (an independent source of
+    the field names), and the count of the result equals transformers' model on the meta device."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    from backend.reference.config import config_from_hf
+    from backend.reference.counting import count_parameters
+
+    hf = transformers.LlamaConfig(vocab_size=300, hidden_size=64, intermediate_size=96,
+                                  num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                  tie_word_embeddings=True, rope_theta=500000.0)
+    cfg = config_from_hf(hf.to_dict())
+    assert (cfg.vocab_size, cfg.d_model, cfg.d_ff, cfg.n_layers, cfg.n_heads, cfg.n_kv_heads) == (300, 64, 96, 3, 4, 2)
+    assert cfg.tie_embeddings and cfg.rope_theta == 500000.0
+    with torch.device("meta"):
+        theirs = transformers.LlamaForCausalLM(hf)
+    assert count_parameters(cfg).total == sum(p.numel() for p in theirs.parameters())

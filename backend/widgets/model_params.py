@@ -1,0 +1,193 @@
+"""Widget: where a decoder-only model's parameters live, counted part by part.
+
+The count is the reference model itself (`backend.reference.model.DecoderLM`), built on PyTorch's
+meta device by `backend.reference.counting.count_parameters`: shapes, no storage, so a 70B
+model costs nothing to count and the count cannot drift from the code.
+
+Preset and fields never contradict each other. A preset fixes every field to its published
+value (each field's range shrinks to that one value, so the page moves the sliders there and
+holds them); the request may omit the fields and they are filled in from the preset. In
+``custom`` (where the page starts, at Llama-2-7B's values) every slider is free, and a preset
+chosen later moves them all at once.
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from backend.bookmodel import WEIGHTS_DIR
+from backend.reference.config import ModelConfig
+from backend.reference.counting import build_on_meta, count_parameters
+from backend.reference.presets import PRESETS
+from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
+from backend.widgets.style import COLORS, SERIES
+
+BOOK = ModelConfig(**json.loads((WEIGHTS_DIR / "config.json").read_text()))
+CHOICES = {  # preset name -> config; the first is the page's start
+    "llama-2-7b": PRESETS["llama-2-7b"],
+    "llama-2-13b": PRESETS["llama-2-13b"],
+    "llama-2-70b": PRESETS["llama-2-70b"],
+    "llama-3-8b": PRESETS["llama-3-8b"],
+    "llama-3.2-1b": PRESETS["llama-3.2-1b"],
+    "book": BOOK,
+}
+CUSTOM = "custom"
+FIELDS = {  # widget param -> ModelConfig field
+    "n_layers": "n_layers", "d_model": "d_model", "n_heads": "n_heads", "n_kv": "n_kv_heads",
+    "d_ff": "d_ff", "vocab": "vocab_size", "tied": "tie_embeddings",
+}
+LOGIT_TOKENS = 4096  # prompt length for the logits_to_keep comparison
+
+
+def _locks(param: str) -> tuple[Depends, ...]:
+    field = FIELDS[param]
+    cases = {}
+    for name, cfg in CHOICES.items():
+        v = getattr(cfg, field)
+        note = f"preset {name} has {v}; choose custom to edit"
+        cases[name] = ({"allowed": [v], "note": note} if isinstance(v, bool)
+                       else {"min": v, "max": v, "note": note})
+    return (Depends("preset", cases),)
+
+
+class PresetSpec(WidgetSpec):
+    """A WidgetSpec whose omitted fields come from the chosen preset, not from the defaults."""
+
+    def resolve(self, body):
+        if isinstance(body, dict):
+            preset = body.get("preset", CUSTOM)
+            if isinstance(preset, str) and preset in CHOICES:
+                cfg = CHOICES[preset]
+                body = {**{p: getattr(cfg, f) for p, f in FIELDS.items()}, **body}
+        return super().resolve(body)
+
+
+D = PRESETS["llama-2-7b"]
+SPEC = PresetSpec(
+    name="model_params",
+    title="Where the parameters are",
+    description="A decoder-only model's parameters by part, counted on the meta device by the "
+                "book's own model class.",
+    params=(
+        Param("preset", "model", "choice", default=CUSTOM, options=(*CHOICES, CUSTOM),
+              help="A real model's published config.json, or custom to set every field yourself."),
+        Param("n_layers", "layers L", "int", default=D.n_layers, min=1, max=128, step=1,
+              depends=_locks("n_layers")),
+        Param("d_model", "width d_model", "int", default=D.d_model, min=64, max=16384, step=64,
+              depends=_locks("d_model")),
+        Param("n_heads", "query heads h", "int", default=D.n_heads, min=1, max=128, step=1,
+              help="Must divide d_model; d_model / h must be even (RoPE rotates pairs).",
+              depends=_locks("n_heads")),
+        Param("n_kv", "key/value heads", "int", default=D.n_kv_heads, min=1, max=128, step=1,
+              help="Must divide the number of query heads.", depends=_locks("n_kv")),
+        Param("d_ff", "MLP width d_ff", "int", default=D.d_ff, min=16, max=65536, step=16,
+              depends=_locks("d_ff")),
+        Param("vocab", "vocabulary |Σ|", "int", default=D.vocab_size, min=256, max=262144, step=1,
+              depends=_locks("vocab")),
+        Param("tied", "tie the LM head to the embedding", "bool", default=D.tie_embeddings,
+              depends=_locks("tied")),
+    ),
+    outputs=(
+        Output("total_params", "total parameters", ",d"),
+        Output("embedding", "embedding", ",d"),
+        Output("attention", "attention (all layers)", ",d"),
+        Output("mlp", "MLP (all layers)", ",d"),
+        Output("norms", "norms", ",d"),
+        Output("lm_head", "LM head (0 when tied)", ",d"),
+        Output("per_layer", "one block", ",d"),
+        Output("fraction_in_blocks", "share in the blocks", ".1%"),
+    ),
+    bake=tuple({"preset": name} for name in CHOICES),
+    cost_hint="light",
+)
+
+
+def config_of(params: dict) -> ModelConfig:
+    """The ModelConfig the widget's fields describe (a ParamError naming the control if invalid)."""
+    labels = {p.name: p.label for p in SPEC.params}
+    d, h, kv = params["d_model"], params["n_heads"], params["n_kv"]
+    if d % h:
+        raise ParamError(f"'{labels['n_heads']}' must divide '{labels['d_model']}' ({d}); "
+                         f"got {h}", "n_heads")
+    if (d // h) % 2:
+        raise ParamError(f"'{labels['d_model']}' / '{labels['n_heads']}' = {d // h} must be even: "
+                         "RoPE rotates pairs of dimensions", "n_heads")
+    if kv > h or h % kv:
+        raise ParamError(f"'{labels['n_kv']}' must divide '{labels['n_heads']}' ({h}); got {kv}",
+                         "n_kv")
+    base = CHOICES.get(params["preset"], D)
+    return base.replace(**{f: params[p] for p, f in FIELDS.items()}, max_seq_len=LOGIT_TOKENS)
+
+
+def logits_shapes(cfg: ModelConfig, n_tokens: int = LOGIT_TOKENS) -> tuple[tuple, tuple]:
+    """The logits tensor's shape for an n-token prompt, without and with logits_to_keep=1,
+    read off a meta-device forward of the reference model (one layer is enough: the head's
+    output does not depend on depth)."""
+    model = build_on_meta(cfg.replace(n_layers=1))
+    ids = torch.zeros(1, n_tokens, dtype=torch.long, device="meta")
+    return tuple(model(ids).logits.shape), tuple(model(ids, logits_to_keep=1).logits.shape)
+
+
+def _total(preset: str) -> int:
+    return count_parameters(CHOICES[preset]).total
+
+
+def compute(params: dict) -> dict:
+    cfg = config_of(params)
+    c = count_parameters(cfg)
+    in_blocks = cfg.n_layers * c.per_layer
+    full, last = logits_shapes(cfg)
+    bytes_full, bytes_last = 4 * full[1] * full[2], 4 * last[1] * last[2]  # float32 logits
+    name = params["preset"]
+    values = {
+        "total_params": c.total, "embedding": c.embedding, "attention": c.attention, "mlp": c.mlp,
+        "norms": c.norms, "lm_head": c.lm_head, "per_layer": c.per_layer,
+        "fraction_in_blocks": in_blocks / c.total, "params_in_blocks": in_blocks,
+        "fraction_embedding": c.embedding / c.total,
+        "fraction_embedding_and_head": (c.embedding + c.lm_head) / c.total,
+        "tied_saving": cfg.vocab_size * cfg.d_model if not cfg.tie_embeddings else 0,
+        "approx_12d2": cfg.n_layers * 12 * cfg.d_model ** 2
+                       + (1 if cfg.tie_embeddings else 2) * cfg.vocab_size * cfg.d_model,
+        "logits_shape_full": list(full), "logits_shape_last": list(last),
+        "logits_mib_full": bytes_full / 2**20, "logits_mib_last": bytes_last / 2**20,
+        "logit_tokens": LOGIT_TOKENS,
+        "ratio_13b_over_7b": _total("llama-2-13b") / _total("llama-2-7b"),
+        "ratio_70b_over_13b": _total("llama-2-70b") / _total("llama-2-13b"),
+        "d_head": cfg.d_head, "tied": cfg.tie_embeddings, "preset": name,
+    }
+    values["approx_error"] = (values["approx_12d2"] - c.total) / c.total  # < 0: the rule is short
+    values["approx_off"] = abs(values["approx_error"])
+    parts = [("embedding", c.embedding, SERIES[0]), ("attention", c.attention, SERIES[1]),
+             ("MLP", c.mlp, SERIES[2]), ("norms", c.norms, COLORS["guide"]),
+             ("LM head", c.lm_head, SERIES[4])]
+    same = [n for n, pc in CHOICES.items() if pc.replace(max_seq_len=LOGIT_TOKENS) == cfg]
+    label = name if name != CUSTOM else ("custom (as " + same[0] + ")" if same else "custom config")
+    fig = {
+        "data": [{
+            "type": "bar", "orientation": "h", "y": [p[0] for p in parts],
+            "x": [p[1] / 1e6 for p in parts], "marker": {"color": [p[2] for p in parts]},
+            "text": [f"{p[1] / c.total:.1%}" for p in parts], "textposition": "auto",
+            "hovertemplate": "%{y}: %{x:,.1f}M parameters<extra></extra>",
+        }],
+        "layout": {
+            "title": {"text": f"{label}: {c.total / 1e9:.3f}B parameters"
+                              + (" (head tied)" if cfg.tie_embeddings else "")},
+            "xaxis": {"title": {"text": "parameters (millions)"}, "rangemode": "tozero"},
+            "yaxis": {"autorange": "reversed"},
+            "margin": {"l": 90, "r": 20, "t": 50, "b": 50},
+            "showlegend": False,
+        },
+        "narrow": {"margin": {"l": 75, "r": 10}, "title": {"font": {"size": 13}}},
+    }
+    summary = (f"{label} has {c.total:,} parameters; {in_blocks / c.total:.1%} sit in its "
+               f"{cfg.n_layers} blocks ({c.per_layer:,} each), {c.embedding / c.total:.1%} in the "
+               f"embedding and {c.lm_head / c.total:.1%} in a separate LM head.")
+    table = {
+        "caption": f"Parameters of {label} by part",
+        "columns": ["part", "parameters", "share"],
+        "rows": [[p[0], f"{p[1]:,}", f"{p[1] / c.total:.2%}"] for p in parts]
+                + [["total", f"{c.total:,}", "100%"]],
+    }
+    return {"values": values, "figure": fig, "summary": summary, "table": table}

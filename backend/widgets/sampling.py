@@ -1,0 +1,162 @@
+"""Widget: the book's trained model's next-token distribution, and what sampling keeps of it.
+
+The prompt runs through the book's model (`backend/bookmodel`, a 4-layer Llama-style decoder
+trained on Wikipedia text); the last position's logits go through temperature, then top-k, then
+top-p (`backend.reference.sampling`), and a short continuation is drawn with the same settings
+and a seeded generator (`backend.reference.generate`). The same forward also measures two things
+the chapter needs: the logits tensor with and without ``logits_to_keep``, and the loss with
+labels passed right and shifted twice.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from functools import lru_cache
+
+import torch
+
+from backend.reference.generate import generate
+from backend.reference.model import IGNORE_INDEX, next_token_loss
+from backend.reference.sampling import next_token_probs
+from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.widgets.style import COLORS
+
+MAX_CHARS = 300
+MAX_TOKENS = 64  # prompt tokens after tokenization (BOS included): bounds every request's work
+NEW_TOKENS = 12  # the continuation's length
+SHOW = 15  # bars in the figure
+PROMPT = "The river flows through the"
+
+SPEC = WidgetSpec(
+    name="sampling",
+    title="Temperature, top-k and top-p on a real next-token distribution",
+    description="The book model's distribution for the token after the prompt, what each "
+                "sampling setting keeps of it, and a short continuation drawn with those settings.",
+    params=(
+        Param("prompt", "prompt", "text", default=PROMPT, max_length=MAX_CHARS,
+              help=f"Any English text; at most {MAX_TOKENS} tokens after tokenization."),
+        Param("temperature", "temperature T", "float", default=1.0, min=0.1, max=3.0, step=0.05,
+              help="Logits are divided by T before the softmax: T < 1 sharpens, T > 1 flattens."),
+        Param("top_k", "top-k (0 = off)", "int", default=0, min=0, max=200, step=1,
+              help="Keep only the k most likely tokens; 0 keeps them all."),
+        Param("top_p", "top-p (1 = off)", "float", default=1.0, min=0.05, max=1.0, step=0.05,
+              help="Keep the fewest most likely tokens whose probabilities add up to at least p."),
+        Param("seed", "seed", "int", default=0, min=0, max=999, step=1,
+              help="Seeds the generator that draws the continuation."),
+    ),
+    outputs=(
+        Output("top_token", "most likely next token", ""),
+        Output("kept_tokens", "tokens that can be drawn", ",d"),
+        Output("entropy", "entropy after the settings", ".3f", "nats"),
+        Output("entropy_raw", "entropy at T = 1, no cut", ".3f", "nats"),
+        Output("continuation", "continuation", ""),
+    ),
+    bake=(
+        {},
+        {"temperature": 0.5}, {"temperature": 2.0},
+        {"top_k": 5}, {"top_k": 40},
+        {"top_p": 0.5}, {"top_p": 0.9},
+        {"seed": 1}, {"seed": 2},
+    ),
+    cost_hint="heavy",
+)
+
+_LOADING = threading.Lock()
+
+
+def _book():
+    with _LOADING:
+        return _load_book()
+
+
+@lru_cache(maxsize=1)
+def _load_book():
+    from backend.bookmodel.load import load_model
+
+    return load_model()
+
+
+def encode(prompt: str) -> list[int]:
+    from backend.bookmodel.tokenizer import EOT
+
+    _, tok = _book()
+    ids = [tok.token_to_id(EOT)] + tok.encode(prompt).ids  # BOS, as every training article began
+    if len(ids) > MAX_TOKENS:
+        raise ParamError(f"'prompt' is {len(ids)} tokens long; the limit is {MAX_TOKENS} tokens. "
+                         "Try a shorter prompt.", "prompt")
+    return ids
+
+
+def _entropy(p: torch.Tensor) -> float:
+    nz = p[p > 0]
+    return float(-(nz * nz.log()).sum())
+
+
+@torch.no_grad()
+def compute(params: dict) -> dict:
+    from backend.bookmodel.tokenizer import token_text
+
+    model, tok = _book()
+    ids = torch.tensor([encode(params["prompt"])])  # (1, T)
+    T, k, p, temp = ids.size(1), params["top_k"] or None, params["top_p"], params["temperature"]
+    top_p = None if p >= 1 else p
+
+    full = model(ids).logits  # (1, T, V): every position, as in training
+    last = model(ids, logits_to_keep=1).logits  # (1, 1, V): what generation needs
+    raw = next_token_probs(last[:, -1], 1.0)[0]  # (V,)
+    probs = next_token_probs(last[:, -1], temp, k, top_p)[0]  # (V,) after the settings
+
+    loss_right = loss_twice = None
+    if T >= 3:  # labels = input_ids, shifted once inside; shifted again by hand = off by two
+        twice = torch.cat((ids[:, 1:], torch.full((1, 1), IGNORE_INDEX)), dim=1)
+        loss_right, loss_twice = float(next_token_loss(full, ids)), float(next_token_loss(full, twice))
+
+    gen = torch.Generator().manual_seed(params["seed"])
+    out = generate(model, ids, NEW_TOKENS, temperature=temp, top_k=k, top_p=top_p, generator=gen)
+    continuation = tok.decode(out.tokens[0, T:].tolist())
+
+    order = torch.argsort(raw, descending=True)[:SHOW]
+    rows = [{"token": token_text(tok, int(i)), "id": int(i), "prob_raw": float(raw[i]),
+             "prob": float(probs[i])} for i in order]
+    kept = int((probs > 0).sum())
+    values = {
+        "probs": rows, "top_token": rows[0]["token"], "kept_tokens": kept,
+        "entropy": _entropy(probs), "entropy_raw": _entropy(raw),
+        "max_entropy": math.log(raw.numel()), "vocab_size": raw.numel(),
+        "continuation": continuation, "n_new_tokens": NEW_TOKENS, "n_prompt_tokens": T,
+        "logits_shape_full": list(full.shape), "logits_shape_last": list(last.shape),
+        "logits_bytes_full": full.nelement() * full.element_size(),
+        "logits_bytes_last": last.nelement() * last.element_size(),
+        "loss_right": loss_right, "loss_off_by_two": loss_twice,
+    }
+    labels = [r["token"].replace(" ", "␣") or "␣" for r in rows]
+    fig = {
+        "data": [
+            {"type": "bar", "name": "model (T = 1, no cut)", "x": labels,
+             "y": [r["prob_raw"] for r in rows], "marker": {"color": COLORS["guide"]},
+             "hovertemplate": "%{x}: %{y:.3f}<extra>model</extra>"},
+            {"type": "bar", "name": "sampled from", "x": labels, "y": [r["prob"] for r in rows],
+             "marker": {"color": COLORS["scaled"]},
+             "hovertemplate": "%{x}: %{y:.3f}<extra>sampled from</extra>"},
+        ],
+        "layout": {
+            "barmode": "group",
+            "title": {"text": f"Next token after the prompt: {kept:,} of {raw.numel():,} can be drawn"},
+            "xaxis": {"title": {"text": f"the model's {SHOW} most likely tokens"}, "tickangle": -40},
+            "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero"},
+            "legend": {"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"},
+            "margin": {"l": 60, "r": 20, "t": 70, "b": 90},
+        },
+        "narrow": {"title": {"font": {"size": 12}}, "margin": {"l": 45, "r": 8}},
+    }
+    summary = (f"The most likely next token is “{rows[0]['token']}” at {rows[0]['prob_raw']:.1%}. "
+               f"With these settings {kept:,} tokens can be drawn (entropy {values['entropy']:.2f} "
+               f"nats, against {values['entropy_raw']:.2f} untouched); the model continued: "
+               f"“{continuation}”.")
+    table = {
+        "caption": f"The {SHOW} most likely next tokens, before and after the sampling settings",
+        "columns": ["token", "model probability", "probability sampled from"],
+        "rows": [[r["token"], f"{r['prob_raw']:.4f}", f"{r['prob']:.4f}"] for r in rows],
+    }
+    return {"values": values, "figure": fig, "summary": summary, "table": table}

@@ -1,0 +1,111 @@
+"""The model_params widget through the API: real models' counts, preset/field rules, 400s."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.reference.config import ModelConfig
+from backend.reference.model import DecoderLM
+
+URL = "/api/widgets/model_params"
+PUBLISHED = {  # the published sizes of the real models
+    "llama-2-7b": 6_738_415_616,
+    "llama-2-13b": 13_015_864_320,
+    "llama-2-70b": 68_976_648_192,
+    "llama-3-8b": 8_030_261_248,
+}
+
+
+def post(client, **params):
+    r = client.post(URL, json=params)
+    assert r.status_code == 200, r.get_json()
+    return r.get_json()
+
+
+def error(client, **params):
+    r = client.post(URL, json=params)
+    assert r.status_code == 400, r.get_json()
+    return r.get_json()["error"]
+
+
+@pytest.mark.parametrize("preset", PUBLISHED)
+def test_published_totals(client, preset):
+    v = post(client, preset=preset)["values"]
+    assert v["total_params"] == PUBLISHED[preset]
+    assert v["total_params"] == v["embedding"] + v["attention"] + v["mlp"] + v["norms"] + v["lm_head"]
+
+
+def test_handout_figures_llama2_7b(client):
+    v = post(client)["values"]  # the page starts at Llama-2-7B
+    assert v["embedding"] == v["lm_head"] == 32000 * 4096 == 131_072_000
+    assert v["per_layer"] == 2 * 4096 + 4 * 4096**2 + 3 * 4096 * 11008 == 202_383_360  # not ~201M
+    assert v["params_in_blocks"] == 6_476_267_520  # not ~6,432M
+    assert f"{v['fraction_in_blocks']:.1%}" == "96.1%"  # not 95.5%
+    assert f"{v['fraction_embedding']:.1%}" == "1.9%"  # "~2%"
+    assert v["tied_saving"] == 131_072_000
+    assert v["approx_12d2"] == 32 * 12 * 4096**2 + 2 * 32000 * 4096
+
+
+def test_handout_figures_llama3_and_ratios(client):
+    v = post(client, preset="llama-3-8b")["values"]
+    assert v["embedding"] == 128256 * 4096 == 525_336_576  # the "525M" shared by tying
+    assert v["logits_shape_full"] == [1, 4096, 128256] and v["logits_shape_last"] == [1, 1, 128256]
+    assert v["logits_mib_full"] == 4096 * 128256 * 4 / 2**20
+    assert f"{v['ratio_13b_over_7b']:.2f}" == "1.93" and f"{v['ratio_70b_over_13b']:.2f}" == "5.30"  # not 5.4
+
+
+def test_tying_presets(client):
+    small = post(client, preset="llama-3.2-1b")["values"]
+    assert small["tied"] is True and small["lm_head"] == 0 and small["total_params"] == 1_235_814_400
+    assert post(client, preset="llama-3-8b")["values"]["tied"] is False
+    assert post(client, preset="llama-2-7b")["values"]["tied"] is False
+
+
+def test_book_preset_matches_the_shipped_weights(client):
+    from safetensors.torch import load_file
+
+    from backend.bookmodel import WEIGHTS_DIR
+
+    stored = sum(t.numel() for t in load_file(str(WEIGHTS_DIR / "model.safetensors")).values())
+    assert post(client, preset="book")["values"]["total_params"] == stored  # tied: stored once
+
+
+@pytest.mark.parametrize("fields", [
+    dict(n_layers=3, d_model=64, n_heads=4, n_kv=2, d_ff=96, vocab=300, tied=False),
+    dict(n_layers=2, d_model=128, n_heads=8, n_kv=8, d_ff=160, vocab=257, tied=True),
+    dict(n_layers=1, d_model=64, n_heads=1, n_kv=1, d_ff=16, vocab=256, tied=False),
+])
+def test_custom_counts_equal_a_materialized_model(client, fields):
+    v = post(client, preset="custom", **fields)["values"]
+    cfg = ModelConfig(vocab_size=fields["vocab"], d_model=fields["d_model"], n_layers=fields["n_layers"],
+                      n_heads=fields["n_heads"], n_kv_heads=fields["n_kv"], d_ff=fields["d_ff"],
+                      tie_embeddings=fields["tied"])
+    assert v["total_params"] == sum(p.numel() for p in DecoderLM(cfg).parameters())
+
+
+def test_preset_fills_fields_and_forbids_contradictions(client):
+    assert post(client, preset="llama-2-70b", n_layers=80)["values"]["total_params"] == PUBLISHED["llama-2-70b"]
+    msg = error(client, preset="llama-2-13b", n_layers=10)
+    assert "'layers L' must be from 40 to 40" in msg and "custom" in msg
+    msg = error(client, preset="llama-3.2-1b", tied=False)
+    assert "tie the LM head" in msg
+    # custom starts from the fields it is given
+    assert post(client, preset="custom", n_layers=64)["values"]["total_params"] != PUBLISHED["llama-2-7b"]
+
+
+@pytest.mark.parametrize("params, label", [
+    (dict(preset="custom", n_heads=24), "'query heads h' must divide 'width d_model'"),
+    (dict(preset="custom", d_model=64, n_heads=64), "must be even"),
+    (dict(preset="custom", n_kv=3), "'key/value heads' must divide"),
+    (dict(preset="custom", n_layers=0), "'layers L' must be from 1 to 128"),
+    (dict(preset="gpt-5"), "'model' must be one of"),
+])
+def test_clear_400s(client, params, label):
+    assert label in error(client, **params)
+
+
+def test_result_has_summary_table_and_phone_layout(client):
+    body = post(client, preset="llama-3-8b")
+    assert "8,030,261,248" in body["summary"]
+    assert body["table"]["rows"][-1][1] == "8,030,261,248"
+    assert "narrow" in body["figure"] and len(body["figure"]["data"][0]["x"]) == 5
