@@ -22,9 +22,9 @@ _MODULES = (  # in the order the book meets them
     "multi_head",
     "positions",
     "attention_map",
-    "training_signal",
     "mlp",
     "rmsnorm",
+    "training_signal",
     "model_params",
     "sampling",
 )
