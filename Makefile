@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test build chromium container-check clean
+.PHONY: serve test build bench chromium container-check clean
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
@@ -42,6 +42,11 @@ $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
+
+## bench: recorded, not asserted: slider-to-plot latency of every widget, in Chromium
+bench: build $(VENV)/.dev-installed chromium
+	$(BIN)/python tests/benchmarks/slider_latency.py
+	$(BIN)/python tests/benchmarks/first_paint.py
 
 ## chromium: the system browser the browser tests drive (Playwright never downloads its own)
 chromium:

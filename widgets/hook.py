@@ -40,6 +40,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from backend.widgets import REGISTRY  # noqa: E402  (needs the repo root on sys.path)
+from backend.widgets.serialize import finite  # noqa: E402
 from backend.widgets.spec import ParamError  # noqa: E402
 from backend.widgets.style import theme_payload  # noqa: E402
 
@@ -165,7 +166,7 @@ def render_widget_block(match: re.Match, where: str, instances: dict | None = No
     payload = {"spec": spec.to_json(), "start": first["params"], "api": API_BASE,
                "key": key, "baked": baked}
     # `</` must not end the script element early; JSON allows the escaped form.
-    data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
+    data = json.dumps(finite(payload), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     indent = match.group("indent")
     return (f'{indent}<div class="tw-widget" data-widget="{html.escape(name)}" '
             f'data-key="{html.escape(key)}">'

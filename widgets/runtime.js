@@ -798,7 +798,8 @@
         root.widget = new Widget(root);
       } catch (err) {
         root.appendChild(el("p", { "class": "tw-error" }, "This widget failed to start: " + err));
-        throw err;
+        // Report it, but let the page's other widgets start.
+        setTimeout(function () { throw err; });
       }
     });
   }

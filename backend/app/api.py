@@ -11,6 +11,7 @@ from flask import Blueprint, abort, jsonify, request
 from backend import device
 from backend.app import limits, openapi
 from backend.widgets import REGISTRY
+from backend.widgets.serialize import finite
 from backend.widgets.spec import ParamError
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -59,7 +60,7 @@ def compute_widget(name: str):
     # elapsed_ms is what *this* request cost the server: a cached answer reports the lookup,
     # never the old compute time as if it had just been spent (that stays in computed_ms).
     elapsed_ms = result["computed_ms"] if not cached else (time.perf_counter() - start) * 1000
-    return jsonify({
+    return jsonify(finite({
         "widget": name,
         "params": params,
         "values": result["values"],
@@ -69,7 +70,7 @@ def compute_widget(name: str):
         "computed_ms": result["computed_ms"],
         "cached": cached,
         **{k: result[k] for k in OPTIONAL if k in result},
-    })
+    }))
 
 
 @bp.get("/openapi.json")

@@ -11,7 +11,6 @@ Simard and Frasconi, 1994).
 
 from __future__ import annotations
 
-import statistics
 import time
 from dataclasses import dataclass
 
@@ -45,7 +44,7 @@ def one_after_another(X: torch.Tensor, W_h: torch.Tensor, W_x: torch.Tensor, b: 
 def all_at_once(H_prev: torch.Tensor, X: torch.Tensor, W_h: torch.Tensor, W_x: torch.Tensor,
                 b: torch.Tensor) -> torch.Tensor:
     """The same T updates when every previous state is already known: no step waits."""
-    # H_prev: (T, d_h), row t is the state before step t;  X: (T, d_x)
+    # H_prev: (T, d_h), the states before each step: h_0 .. h_{T-1};  X: (T, d_x)
     return torch.tanh(H_prev @ W_h + X @ W_x + b)                 # (T, d_h)
 # --8<-- [end:all_at_once]
 
@@ -64,18 +63,23 @@ def gradient_through_steps(factor: float, steps: int) -> list[float]:
 
 @dataclass(frozen=True)
 class Timing:
-    """Wall-clock milliseconds of repeated runs of both versions, interleaved."""
+    """Wall-clock milliseconds of repeated runs of both versions, interleaved.
+
+    The reported time of each version is its *fastest* run. Load elsewhere on the machine (a
+    pre-empted thread, a cache another process flushed) only ever adds time to a run, and it
+    hits the long loop far more often than the short product, so a median or mean drifts up
+    with the load and inflates the speed-up; the minimum is the least-disturbed run."""
 
     sequential_ms: tuple[float, ...]
     parallel_ms: tuple[float, ...]
 
     @property
     def ms_sequential(self) -> float:
-        return statistics.median(self.sequential_ms)
+        return min(self.sequential_ms)
 
     @property
     def ms_parallel(self) -> float:
-        return statistics.median(self.parallel_ms)
+        return min(self.parallel_ms)
 
     @property
     def speedup(self) -> float:
@@ -97,9 +101,10 @@ def random_problem(length: int, width: int, generator: torch.Generator, device: 
 
 # --8<-- [start:timing]
 def time_both(X, H_prev, W_h, W_x, b, repeats: int = 5, warmup: int = 1) -> Timing:
-    """Time the loop and the single product on the same numbers, alternating runs so a burst
-    of load elsewhere on the machine hits both. GPU work is asynchronous: synchronise before
-    reading the clock, or the clock measures only the launch."""
+    """Time the loop and the single product on the same numbers, alternating runs so both are
+    sampled over the same stretch of time; `Timing` reports each one's fastest run. GPU work
+    is asynchronous: synchronise before reading the clock, or the clock measures only the
+    launch."""
     sync = torch.cuda.synchronize if X.device.type == "cuda" else (lambda: None)
 
     def clock(fn) -> float:

@@ -232,3 +232,21 @@ def test_openapi_describes_dependent_ranges(client):
     assert "at most 3 when model is book" in schema["description"]
     assert "ignored when average is true" in schema["description"]
     assert schema["x-depends"][0]["on"] == "model"
+
+
+def test_non_finite_numbers_are_sent_as_null_never_as_bare_infinity(client, monkeypatch):
+    """`Infinity` is not JSON: one overflowing value would stop every widget on the page."""
+    import json
+
+    from backend.widgets import REGISTRY
+
+    module = REGISTRY["attention_scaling"]
+    real = module.compute
+    monkeypatch.setattr(module, "compute", lambda p: {**real(p), "values": {
+        **real(p)["values"], "var_unscaled": float("inf"), "var_scaled": float("nan")}})
+    resp = client.post("/api/widgets/attention_scaling", json={"d_k": 3})
+    assert resp.status_code == 200
+    text = resp.get_data(as_text=True)
+    assert "Infinity" not in text and "NaN" not in text
+    body = json.loads(text)
+    assert body["values"]["var_unscaled"] is None and body["values"]["var_scaled"] is None

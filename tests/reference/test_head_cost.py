@@ -18,7 +18,7 @@ def test_counts_equal_hand_arithmetic(d, h, T):
 def test_widths_of_the_published_shapes():
     rows = {r["model"]: r for r in head_table()}
     got = {name: (r["n_heads"], r["d_head"], r["width"]) for name, r in rows.items()}
-    assert got == {"Transformer base (2017)": (8, 64, 512), "Llama 2 7B, Llama 3 8B": (32, 128, 4096),
+    assert got == {"Transformer base (2017)": (8, 64, 512), "Llama 2 7B / Llama 3 8B": (32, 128, 4096),
                    "GPT-3 175B": (96, 128, 12288)}
     assert set(rows) == set(HEAD_SHAPES)
     for r in rows.values():

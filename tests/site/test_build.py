@@ -153,3 +153,20 @@ def test_each_widget_instance_owns_its_url_keys(built_site):
     configs = widget_configs(built_site / "chapters/attention-maps/index.html")
     assert [c["key"] for c in configs] == ["attention_map", "attention_map.2"]
     assert widget_configs(built_site / "chapters/scaling/index.html")[0]["key"] == "attention_scaling"
+
+
+def test_every_baked_config_is_strict_json(built_site):
+    """The browser's JSON.parse rejects Infinity/NaN: one such number would stop a page's widgets."""
+    import json
+    import re
+
+    def refuse(token):
+        raise ValueError(f"{token} is not JSON")
+
+    configs = 0
+    for page in built_site.rglob("index.html"):
+        for raw in re.findall(r'<script type="application/json" class="tw-config">(.*?)</script>',
+                              page.read_text(encoding="utf-8"), re.S):
+            json.loads(raw, parse_constant=refuse)
+            configs += 1
+    assert configs >= 10

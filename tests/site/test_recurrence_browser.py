@@ -89,3 +89,34 @@ def test_a_shared_link_sets_the_controls_and_a_phone_gets_stacked_panels(browser
         assert overflow <= 0 and domain == [0, 1]
     finally:
         context.close()
+
+
+OVERLAPS = f"""() => {{
+    const root = document.querySelector('{WIDGET} .tw-plot');
+    const title = root.querySelector('.g-y2title text').getBoundingClientRect();
+    return [...root.querySelectorAll('.y2tick text')].filter(t => {{
+        const b = t.getBoundingClientRect();
+        return b.right > title.left && b.left < title.right &&
+               b.bottom > title.top && b.top < title.bottom;
+    }}).map(t => t.textContent);
+}}"""
+
+
+def test_on_a_phone_the_tiniest_gradients_leave_the_axis_title_clear(browser, server):
+    """factor 0.5 over 1,024 steps: ticks down to 1e-300 beside the 'gradient multiplier' title."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        page.goto(server + CHAPTER + "?sequential_vs_parallel.length=1024"
+                  "&sequential_vs_parallel.factor=0.5")
+        wait_live_and(page, """w.querySelector('.tw-plot').layout.annotations[0].text
+            .startsWith('T = 1024,')""")
+        page.wait_for_selector(f"{WIDGET} .tw-plot .g-y2title text")
+        assert page.evaluate(OVERLAPS) == []
+        # The left panel: linear bars, each with its time written on it.
+        labels = page.evaluate(f"""() => [...document.querySelectorAll(
+            '{WIDGET} .tw-plot .bars .bartext')].map(t => t.textContent)""")
+        assert len(labels) == 2 and all(t.endswith(" ms") for t in labels)
+    finally:
+        context.close()

@@ -24,7 +24,7 @@ def test_rope_score_depends_on_the_offset_only(client):
 
 def test_order_blind_without_positions(client):
     v = post(client)[1]["values"]
-    assert v["dog"]["without"] == v["dog"]["without_swapped"]
+    assert max(abs(a - b) for a, b in zip(v["dog"]["without"], v["dog"]["without_swapped"])) < 1e-12
     assert v["order_gap_with"] > 0.5
 
 

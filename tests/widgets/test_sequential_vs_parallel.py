@@ -40,10 +40,14 @@ def test_defaults_name_every_value_and_label_the_device(client):
     body = resp.get_json()
     v = body["values"]
     assert body["params"] == {"length": 100, "width": 256, "factor": 0.9}
-    assert v["repeats"] == w.repeats_for(100, 256) and 5 <= v["repeats"] <= 25
+    per_round = w.repeats_for(100, 256)
+    assert w.MIN_REPEATS <= per_round <= w.MAX_REPEATS
+    assert v["repeats"] in [per_round * k for k in range(1, w.MAX_ROUNDS + 1)]
     assert len(v["runs_sequential"]) == len(v["runs_parallel"]) == v["repeats"]
-    assert v["ms_sequential"] == statistics.median(v["runs_sequential"])
-    assert v["ms_parallel"] == statistics.median(v["runs_parallel"])
+    assert v["ms_sequential"] == min(v["runs_sequential"])
+    assert v["ms_parallel"] == min(v["runs_parallel"])
+    assert v["median_sequential"] == statistics.median(v["runs_sequential"])
+    assert v["us_per_step"] == pytest.approx(v["ms_sequential"] * 10, rel=1e-12)
     assert v["speedup"] == pytest.approx(v["ms_sequential"] / v["ms_parallel"], rel=1e-12)
     assert v["spread_sequential"] == max(v["runs_sequential"]) - min(v["runs_sequential"])
     assert all(x > 0 for x in v["runs_sequential"] + v["runs_parallel"])
@@ -51,6 +55,9 @@ def test_defaults_name_every_value_and_label_the_device(client):
     assert v["measured_on"] == f"cpu (1 thread), float32, torch {torch.__version__}"
     assert v["measured_on"] in body["summary"] and str(v["repeats"]) in body["summary"]
     assert [row[0] for row in body["table"]["rows"]] == ["one after another", "all at once"]
+    assert body["table"]["rows"][0][1] == f"{v['ms_sequential']:.3g}"
+    assert body["table"]["rows"][0][3] == f"{max(v['runs_sequential']):.3g}"
+    assert ("notice" in body) == (not v["settled"])
     assert v["measured_on"] in body["table"]["caption"]
     assert {o["name"] for o in w.SPEC.to_json()["outputs"]} <= set(v)
 
@@ -89,7 +96,9 @@ def test_the_largest_setting_is_within_the_work_budget_and_computes(client):
     assert w._max_work_of_ranges() <= w.MAX_WORK
     resp = post(client, length=1024, width=512)
     assert resp.status_code == 200
-    assert resp.get_json()["values"]["repeats"] == 5  # the fewest repeats, for the most work
+    # the fewest repeats, for the most work
+    assert resp.get_json()["values"]["repeats"] % w.MIN_REPEATS == 0
+    assert w.repeats_for(1024, 512) == w.MIN_REPEATS
 
 
 def test_the_lock_excludes_another_thread_and_gives_up_after_the_wait():
@@ -189,7 +198,8 @@ def test_the_figure_leaves_the_theme_to_the_page():
     text = json.dumps(fig).lower()
     for key in ("paper_bgcolor", "plot_bgcolor", "#fff", "#000", "white", "black"):
         assert key not in text
-    assert fig["layout"]["yaxis"]["type"] == "log"
+    assert fig["layout"]["yaxis"]["type"] == "linear"  # bar heights compare as the times do
+    assert fig["layout"]["yaxis"]["range"][0] == 0
 
 
 def test_every_run_is_drawn_beside_its_median():
@@ -198,5 +208,50 @@ def test_every_run_is_drawn_beside_its_median():
     dots = {t["name"]: t["y"] for t in data if t["type"] == "scatter" and "each run" in t["name"]}
     assert dots == {"one after another, each run": v["runs_sequential"],
                     "all at once, each run": v["runs_parallel"]}
-    bars = [t["y"][0] for t in data if t["type"] == "bar"]
-    assert bars == [v["ms_sequential"], v["ms_parallel"]]
+    bars = [t for t in data if t["type"] == "bar"]
+    assert [b["y"][0] for b in bars] == [v["ms_sequential"], v["ms_parallel"]]
+    assert [b["text"][0] for b in bars] == [f"{v['ms_sequential']:.3g} ms",
+                                            f"{v['ms_parallel']:.3g} ms"]
+
+
+def test_an_unconfirmed_fastest_run_is_measured_again_and_the_runs_pooled(monkeypatch):
+    """A lone fast run among slow ones is not a floor: measure another round, pool, stop once
+    several runs agree on the fastest."""
+    rounds = iter([recurrence.Timing((1.0, 3.0, 3.1, 2.9, 3.3), (0.1,) * 5),
+                   recurrence.Timing((1.02, 1.05, 4.0, 4.0, 4.0), (0.1,) * 5),
+                   recurrence.Timing((9.0,) * 5, (9.0,) * 5)])
+    calls = []
+    monkeypatch.setattr(recurrence, "time_both",
+                        lambda *a, **k: calls.append(k["warmup"]) or next(rounds))
+    out = w.compute({"length": 5, "width": 16, "factor": 0.9})
+    v = out["values"]
+    assert calls == [2, 1]  # two rounds; only the first pays the full warm-up
+    assert v["repeats"] == 10 and v["settled"] and v["ms_sequential"] == 1.0
+    assert "notice" not in out
+
+
+def test_a_timing_that_never_settles_says_so(monkeypatch):
+    lone = iter(recurrence.Timing((fast, 5.0, 5.0, 5.0, 5.0), (0.1,) * 5)
+                for fast in (1.0, 1.5, 2.0))  # each round's fastest run disagrees with the others
+    monkeypatch.setattr(recurrence, "time_both", lambda *a, **k: next(lone))
+    out = w.compute({"length": 6, "width": 16, "factor": 0.9})
+    assert out["values"]["repeats"] == 5 * w.MAX_ROUNDS and not out["values"]["settled"]
+    assert "busy" in out["notice"]
+
+
+@pytest.mark.parametrize("runs,expected", [
+    ((1.0, 1.05, 1.09, 7.0), True),     # three runs within 10% of the fastest
+    ((1.0, 1.05, 1.2, 1.3), False),     # only two
+    ((1.0, 2.0, 3.0), False),
+    ((4.0,), True),                     # a single run is all there is
+])
+def test_settled_asks_for_several_runs_at_the_floor(runs, expected):
+    assert measure.settled(runs) is expected
+
+
+def test_short_gradients_get_whole_step_ticks_and_phones_get_short_exponents():
+    fig = w.compute(w.SPEC.resolve({"length": 1, "width": 16}))["figure"]
+    assert fig["layout"]["xaxis2"]["dtick"] == 1
+    assert fig["narrow"]["yaxis2"]["exponentformat"] == "e"
+    long = w.compute(w.SPEC.resolve({"length": 1024, "width": 16}))["figure"]
+    assert "dtick" not in long["layout"]["xaxis2"]
