@@ -27,6 +27,7 @@ _MODULES = (  # in the order the book meets them
     "training_signal",
     "model_params",
     "sampling",
+    "enc_dec_masks",
 )
 
 
