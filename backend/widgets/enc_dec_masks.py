@@ -113,6 +113,7 @@ def compute(params: dict) -> dict:
     check = forward_check()
 
     values = {
+        "tiny_d_model": TINY.d_model, "tiny_heads": TINY.n_heads, "tiny_vocab": TINY.vocab_size,
         "src_len": S, "tgt_len": T, "src_real": S - sp, "tgt_real": T - tp,
         "encoder_mask": _grid(enc[1]), "decoder_mask": _grid(dec[1]), "cross_mask": _grid(cross[1]),
         "encoder_shape": _shape(enc.shape), "decoder_shape": _shape(dec.shape),

@@ -34,7 +34,7 @@ def test_enc_dec_masks_draws_and_moves(page, server):
         .innerText.trim() === '(2, 5, 9)'""", timeout=20_000)
     assert heat_sizes(page) == [[9, 9], [5, 5], [5, 9]]
 
-    for name in ("tgt_len", "src_pad", "tgt_pad"):
+    for name in ("src_pad", "tgt_pad", "tgt_len"):  # pads first: padding must stay below the length
         slider = page.locator(f'{WIDGET} input[type=range][name="{name}"]')
         slider.evaluate("(el) => { el.value = el.min; el.dispatchEvent(new Event('input', {bubbles: true})); }")
     page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="encoder_allowed"] dd')
