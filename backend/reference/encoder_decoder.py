@@ -143,3 +143,46 @@ class EncoderDecoder(nn.Module):
         logits = self.lm_head(y)  # (B, T, vocab_size)
         return Seq2SeqOutput(logits, tuple(enc_w), tuple(dec_w), tuple(cross_w))
     # --8<-- [end:seq2seq_forward]
+
+
+# --8<-- [start:trace_shapes]
+@torch.no_grad()
+def trace_shapes(model: EncoderDecoder, src, src_lengths, tgt_ids, tgt_lengths=None) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape on the way through the model, in the order the data meets them."""
+    s, t = src.size(1), tgt_ids.size(1)
+    masks = seq2seq_masks(src_lengths, s, t, tgt_lengths)
+    shapes = {"source": tuple(src.shape), "target": tuple(tgt_ids.shape)}
+    x = model.frontend(src)
+    shapes["source embedded"] = tuple(x.shape)  # (B, S, d_model)
+    memory, enc_w = model.encode(src, masks.encoder)
+    shapes["encoder self-attention weights"] = tuple(enc_w[0].shape)  # (B, h, S, S)
+    shapes["memory (encoder output)"] = tuple(memory.shape)  # (B, S, d_model)
+    shapes["target embedded"] = tuple(model.tgt_embed(tgt_ids).shape)  # (B, T, d_model)
+    y, dec_w, cross_w = model.decode(tgt_ids, memory, masks.decoder, masks.cross)
+    shapes["decoder self-attention weights"] = tuple(dec_w[0].shape)  # (B, h, T, T)
+    shapes["cross-attention weights"] = tuple(cross_w[0].shape)  # (B, h, T, S)
+    shapes["decoder output"] = tuple(y.shape)  # (B, T, d_model)
+    shapes["logits"] = tuple(model.lm_head(y).shape)  # (B, T, vocab_size)
+    return shapes
+# --8<-- [end:trace_shapes]
+
+
+# --8<-- [start:forward_check]
+HANDOUT_CHECK = dict(batch=16, max_feat_len=100, max_label_len=50, fbank_dim=80, vocab_size=26)
+
+
+def handout_forward_check(device: str = "meta") -> dict[str, tuple[int, ...]]:
+    """004 section 9.8: six layers each side at d_model 512, a Linear frontend over 80-dim fbank
+    features, random data. On the meta device nothing is allocated: only the shapes are real."""
+    c = HANDOUT_CHECK
+    config = ModelConfig(vocab_size=c["vocab_size"], d_model=512, n_layers=6, n_heads=8, d_ff=2048,
+                         max_seq_len=2048, dropout=0.1)
+    with torch.device(device):
+        model = EncoderDecoder(config, frontend=nn.Linear(c["fbank_dim"], config.d_model))
+        fbank = torch.randn(c["batch"], c["max_feat_len"], c["fbank_dim"])  # (16, 100, 80)
+        feat_lens = torch.full((c["batch"],), c["max_feat_len"] // 2)  # any lengths in 1..100
+        labels = torch.zeros(c["batch"], c["max_label_len"], dtype=torch.long)  # (16, 50)
+        shapes = trace_shapes(model, fbank, feat_lens, labels)
+    shapes["parameters"] = (sum(p.numel() for p in model.parameters()),)
+    return shapes
+# --8<-- [end:forward_check]

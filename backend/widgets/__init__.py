@@ -28,6 +28,7 @@ _MODULES = (  # in the order the book meets them
     "model_params",
     "sampling",
     "parity",
+    "enc_dec_masks",
 )
 
 

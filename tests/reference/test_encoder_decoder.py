@@ -132,3 +132,56 @@ def test_three_masks():
 def test_gqa_config_is_rejected():
     with pytest.raises(ValueError, match="n_kv_heads"):
         EncoderDecoder(CFG.replace(n_kv_heads=2))
+
+
+def test_trace_shapes_follow_the_model():
+    """trace_shapes reports what the model's own forward returns (an independent path through it)."""
+    from backend.reference.encoder_decoder import trace_shapes
+
+    model = EncoderDecoder(CFG).eval()
+    src, tgt = torch.randint(0, 29, (3, 10)), torch.randint(0, 29, (3, 7))
+    lengths = torch.tensor([10, 4, 1])
+    out = model(src, lengths, tgt)
+    shapes = trace_shapes(model, src, lengths, tgt)
+    assert shapes["logits"] == tuple(out.logits.shape) == (3, 7, 29)
+    assert shapes["cross-attention weights"] == tuple(out.cross_attentions[0].shape) == (3, 4, 7, 10)
+    assert shapes["encoder self-attention weights"] == tuple(out.encoder_attentions[0].shape)
+    assert shapes["memory (encoder output)"] == (3, 10, 32)
+
+
+def test_handout_forward_check_prints_16_50_26():
+    """004 section 9.8 prints `logits shape: torch.Size([16, 50, 26])`."""
+    from backend.reference.encoder_decoder import handout_forward_check
+
+    shapes = handout_forward_check()
+    assert shapes["logits"] == (16, 50, 26)
+    assert shapes["source"] == (16, 100, 80) and shapes["cross-attention weights"] == (16, 8, 50, 100)
+
+
+def test_handout_forward_check_parameter_count_by_hand():
+    """The meta-device count against hand arithmetic for 6 + 6 post-norm layers at d = 512."""
+    from backend.reference.encoder_decoder import handout_forward_check
+
+    d, f, v = 512, 2048, 26
+    attn = 4 * (d * d + d)
+    mlp = d * f + f + f * d + d
+    norm = 2 * d
+    encoder = 6 * (attn + mlp + 2 * norm)
+    decoder = 6 * (2 * attn + mlp + 3 * norm)
+    total = (80 * d + d) + v * d + encoder + decoder + (d * v + v)
+    assert handout_forward_check()["parameters"] == (total,) == (44_206_618,)
+
+
+def test_forward_check_on_a_real_device_matches_meta():
+    """The meta shapes are the shapes of a real forward pass (a small batch to keep it quick)."""
+    from torch import nn as tnn
+    from backend.reference.encoder_decoder import trace_shapes
+
+    cfg = ModelConfig(vocab_size=26, d_model=64, n_layers=2, n_heads=8, d_ff=128, max_seq_len=128)
+    real = EncoderDecoder(cfg, frontend=tnn.Linear(80, 64)).eval()
+    with torch.device("meta"):
+        meta = EncoderDecoder(cfg, frontend=tnn.Linear(80, 64)).eval()
+    x, lens, y = torch.randn(2, 100, 80), torch.tensor([100, 37]), torch.zeros(2, 50, dtype=torch.long)
+    got = trace_shapes(real, x, lens, y)
+    assert got == trace_shapes(meta, x.to("meta"), lens.to("meta"), y.to("meta"))
+    assert got["logits"] == (2, 50, 26)

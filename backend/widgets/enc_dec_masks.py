@@ -1,0 +1,235 @@
+"""Widget: the three masks of the 2017 encoder-decoder, for a batch of two sentence pairs.
+
+Pair 0 fills the batch (`src_len` source tokens, `tgt_len` target tokens); pair 1 is shorter
+and padded to the same lengths (`src_pad` and `tgt_pad` pad tokens at the end). The masks come
+from `backend.reference.encoder_decoder.seq2seq_masks`; a one-layer model of the same file runs
+on the batch so the shapes at every step and the attention weights are real. Work: a 12 x 12
+matrix at most and a forward pass of a d_model = 8 model.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import torch
+
+from backend.reference.config import ModelConfig
+from backend.reference.encoder_decoder import (EncoderDecoder, handout_forward_check, seq2seq_masks,
+                                               trace_shapes)
+from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
+from backend.widgets.style import COLORS, base_layout
+
+MAX_LEN = 12
+BATCH = 2
+# A tiny model of the reference file: only its shapes and its masked weights are shown.
+TINY = ModelConfig(vocab_size=16, d_model=8, n_layers=1, n_heads=2, d_ff=16, max_seq_len=MAX_LEN)
+
+
+SPEC = WidgetSpec(
+    name="enc_dec_masks",
+    title="The encoder-decoder's three masks",
+    description="Encoder self-attention, decoder self-attention and cross-attention masks for a "
+                "batch of two sentence pairs, the second one padded.",
+    params=(
+        Param("src_len", "source length", "int", default=6, min=1, max=MAX_LEN, step=1,
+              unit="tokens", help="Source tokens per pair after padding (S): the longest source."),
+        Param("tgt_len", "target length", "int", default=5, min=1, max=MAX_LEN, step=1,
+              unit="tokens", help="Target tokens per pair after padding (T): the longest target."),
+        Param("src_pad", "source padding", "int", default=2, min=0, max=MAX_LEN - 1, step=1,
+              unit="tokens", help="Pad tokens at the end of the second pair's source.",
+              depends=(Depends("src_len", {n: {"max": n - 1, "note": "at least one real source "
+                                               "token stays"} for n in range(1, MAX_LEN + 1)}),)),
+        Param("tgt_pad", "target padding", "int", default=1, min=0, max=MAX_LEN - 1, step=1,
+              unit="tokens", help="Pad tokens at the end of the second pair's target.",
+              depends=(Depends("tgt_len", {n: {"max": n - 1, "note": "at least one real target "
+                                               "token stays"} for n in range(1, MAX_LEN + 1)}),)),
+    ),
+    outputs=(
+        Output("encoder_shape", "encoder self-attention mask", ""),
+        Output("decoder_shape", "decoder self-attention mask", ""),
+        Output("cross_shape", "cross-attention mask", ""),
+        Output("encoder_allowed", "encoder: allowed pairs (padded pair)", "d"),
+        Output("decoder_allowed", "decoder: allowed pairs (padded pair)", "d"),
+        Output("cross_allowed", "cross: allowed pairs (padded pair)", "d"),
+    ),
+    bake=(
+        tuple({"src_len": s, "src_pad": min(2, s - 1)} for s in range(1, MAX_LEN + 1))
+        + tuple({"tgt_len": t, "tgt_pad": min(1, t - 1)} for t in range(1, MAX_LEN + 1))
+        + tuple({"src_pad": p} for p in range(0, 6))
+        + tuple({"tgt_pad": p} for p in range(0, 5))
+        + ({"src_len": 12, "tgt_len": 12, "src_pad": 4, "tgt_pad": 3},)
+    ),
+)
+
+
+@lru_cache(maxsize=1)
+def _model() -> EncoderDecoder:
+    torch.manual_seed(0)
+    return EncoderDecoder(TINY).eval()
+
+
+@lru_cache(maxsize=1)
+def forward_check() -> dict:
+    """004 section 9.8 at full size, on the meta device (no memory, only shapes)."""
+    return handout_forward_check()
+
+
+def _shape(t: tuple) -> str:
+    return "(" + ", ".join(str(n) for n in t) + ")"
+
+
+def _grid(mask: torch.Tensor) -> list[list[int]]:
+    return [[int(x) for x in row] for row in mask]
+
+
+def compute(params: dict) -> dict:
+    S, T, sp, tp = params["src_len"], params["tgt_len"], params["src_pad"], params["tgt_pad"]
+    if sp >= S:  # the spec's rule already says this; kept so compute never builds an empty row
+        raise ParamError(f"'source padding' must be from 0 to {S - 1} when 'source length' is {S}",
+                         "src_pad")
+    if tp >= T:
+        raise ParamError(f"'target padding' must be from 0 to {T - 1} when 'target length' is {T}",
+                         "tgt_pad")
+    src_lengths = torch.tensor([S, S - sp])  # (B,)
+    tgt_lengths = torch.tensor([T, T - tp])  # (B,)
+    m = seq2seq_masks(src_lengths, S, T, tgt_lengths)
+    # The masks as stored (broadcastable) and as the handout writes them: (batch, q_len, k_len).
+    enc = m.encoder.expand(BATCH, 1, S, S)[:, 0]  # (B, S, S)
+    dec = m.decoder.expand(BATCH, 1, T, T)[:, 0]  # (B, T, T)
+    cross = m.cross[:, 0]  # (B, T, S)
+
+    src = torch.randint(0, TINY.vocab_size, (BATCH, S), generator=torch.Generator().manual_seed(1))
+    tgt = torch.randint(0, TINY.vocab_size, (BATCH, T), generator=torch.Generator().manual_seed(2))
+    model = _model()
+    with torch.no_grad():
+        out = model(src, src_lengths, tgt, tgt_lengths)
+    flow = trace_shapes(model, src, src_lengths, tgt, tgt_lengths)
+    weights = {"encoder": out.encoder_attentions[0], "decoder": out.decoder_attentions[0],
+               "cross": out.cross_attentions[0]}  # (B, h, q, k) each
+    allowed = {"encoder": enc, "decoder": dec, "cross": cross}
+    leaked = max(float(weights[k].masked_select(~allowed[k][:, None].expand_as(weights[k])).abs().max())
+                 if (~allowed[k]).any() else 0.0 for k in weights)
+    empty_rows = sum(int((~a.any(-1)).sum()) for a in allowed.values())
+    check = forward_check()
+
+    values = {
+        "tiny_d_model": TINY.d_model, "tiny_heads": TINY.n_heads, "tiny_vocab": TINY.vocab_size,
+        "src_len": S, "tgt_len": T, "src_real": S - sp, "tgt_real": T - tp,
+        "encoder_mask": _grid(enc[1]), "decoder_mask": _grid(dec[1]), "cross_mask": _grid(cross[1]),
+        "encoder_shape": _shape(enc.shape), "decoder_shape": _shape(dec.shape),
+        "cross_shape": _shape(cross.shape),
+        "encoder_stored_shape": _shape(m.encoder.shape), "decoder_stored_shape": _shape(m.decoder.shape),
+        "cross_stored_shape": _shape(m.cross.shape),
+        "encoder_allowed": int(enc[1].sum()), "decoder_allowed": int(dec[1].sum()),
+        "cross_allowed": int(cross[1].sum()),
+        "encoder_cells": S * S, "decoder_cells": T * T, "cross_cells": T * S,
+        "decoder_allowed_full": int(dec[0].sum()),
+        "cross_is_square": S == T, "empty_rows": empty_rows,
+        "max_weight_on_masked": leaked,
+        "nan_in_logits": bool(out.logits.isnan().any()),
+        "flow": {k: _shape(v) for k, v in flow.items()},
+        "check": {k: _shape(v) for k, v in check.items() if k != "parameters"},
+        "check_parameters": check["parameters"][0],
+        "check_batch": check["source"][0], "check_src_len": check["source"][1],
+        "check_fbank_dim": check["source"][2], "check_tgt_len": check["target"][1],
+        "check_vocab": check["logits"][2],
+        "check_d_model": check["memory (encoder output)"][2],
+        "check_heads": check["cross-attention weights"][1],
+    }
+    return {"values": values, "figure": figure(values), "summary": summary(values),
+            "table": table(values)}
+
+
+# --- what the reader sees ------------------------------------------------------------------
+
+ALLOWED, CAUSAL, PAD = 0, 1, 2
+CELL_WORDS = {ALLOWED: "may attend", CAUSAL: "blocked: a later target token",
+              PAD: "blocked: a pad token"}
+PANELS = (("encoder", "encoder self-attention", "src", "src"),
+          ("decoder", "decoder self-attention", "tgt", "tgt"),
+          ("cross", "cross-attention", "tgt", "src"))
+
+
+def _labels(kind: str, v: dict) -> list[str]:
+    n, real = (v["src_len"], v["src_real"]) if kind == "src" else (v["tgt_len"], v["tgt_real"])
+    prefix = "s" if kind == "src" else "t"
+    return [f"{prefix}{i}" if i < real else f"{prefix}{i} pad" for i in range(n)]
+
+
+def _kinds(panel: str, v: dict) -> list[list[int]]:
+    """Each cell: allowed, blocked by causality, or blocked by a pad key."""
+    grid = v[f"{panel}_mask"]
+    k_real = v["tgt_real"] if panel == "decoder" else v["src_real"]
+    return [[ALLOWED if ok else (PAD if j >= k_real else CAUSAL) for j, ok in enumerate(row)]
+            for row in grid]
+
+
+def figure(v: dict) -> dict:
+    colors = [COLORS["scaled"], COLORS["unscaled"], COLORS["guide"]]
+    scale = [[0, colors[0]], [1 / 3, colors[0]], [1 / 3, colors[1]], [2 / 3, colors[1]],
+             [2 / 3, colors[2]], [1, colors[2]]]
+    gap, width = 0.08, (1 - 2 * 0.08) / 3
+    data, layout_axes, annotations = [], {}, []
+    for i, (panel, title, q_kind, k_kind) in enumerate(PANELS):
+        kinds = _kinds(panel, v)
+        qs, ks = _labels(q_kind, v), _labels(k_kind, v)
+        hover = [[f"{title}: query {qs[a]} → key {ks[b]}: {CELL_WORDS[kinds[a][b]]}"
+                  for b in range(len(ks))] for a in range(len(qs))]
+        suffix = "" if i == 0 else str(i + 1)
+        data.append({"type": "heatmap", "z": kinds, "x": ks, "y": qs, "zmin": 0, "zmax": 2,
+                     "colorscale": scale, "showscale": False, "xgap": 2, "ygap": 2,
+                     "hovertext": hover, "hoverinfo": "text", "name": title,
+                     "xaxis": f"x{suffix}", "yaxis": f"y{suffix}"})
+        x0 = i * (width + gap)
+        layout_axes[f"xaxis{suffix}"] = {"domain": [x0, x0 + width], "anchor": f"y{suffix}",
+                                         "side": "bottom", "tickangle": -60, "automargin": True,
+                                         "title": {"text": "key", "standoff": 4}}
+        layout_axes[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed",
+                                         "automargin": True, "domain": [0, 1],
+                                         "title": {"text": "query", "standoff": 2}}
+        shape = v[f"{panel}_shape"]
+        annotations.append({"text": f"{title}<br>{shape}", "showarrow": False, "x": x0 + width / 2,
+                            "y": 1.02, "xref": "paper", "yref": "paper", "xanchor": "center",
+                            "yanchor": "bottom", "font": {"size": 12}})
+    # A legend for the three cell kinds: invisible markers named by meaning.
+    for kind, color in zip((ALLOWED, CAUSAL, PAD), colors):
+        data.append({"type": "scatter", "mode": "markers", "x": [None], "y": [None],
+                     "marker": {"color": color, "symbol": "square", "size": 12},
+                     "name": CELL_WORDS[kind], "hoverinfo": "skip"})
+    layout = base_layout(height=430, margin={"l": 60, "r": 10, "t": 60, "b": 70},
+                         annotations=annotations, legend={"orientation": "h", "y": -0.32},
+                         **layout_axes)
+    narrow = {"height": 1080, "legend": {"y": -0.06}, "margin": {"t": 40}}
+    bands = ((0.70, 1.0), (0.36, 0.64), (0.02, 0.30))
+    for i, (lo, hi) in enumerate(bands):
+        suffix = "" if i == 0 else str(i + 1)
+        narrow[f"xaxis{suffix}"] = {"domain": [0, 1]}
+        narrow[f"yaxis{suffix}"] = {"domain": [lo, hi]}
+    narrow["annotations"] = [{**a, "x": 0.5, "y": hi + 0.005}
+                             for a, (lo, hi) in zip(annotations, bands)]
+    return {"data": data, "layout": layout, "narrow": narrow}
+
+
+def summary(v: dict) -> str:
+    return (f"Second pair of the batch: {v['src_real']} real source tokens of {v['src_len']} and "
+            f"{v['tgt_real']} real target tokens of {v['tgt_len']}. The encoder mask "
+            f"{v['encoder_shape']} allows {v['encoder_allowed']} of {v['encoder_cells']} query-key "
+            f"pairs, the decoder's causal-and-padding mask {v['decoder_shape']} allows "
+            f"{v['decoder_allowed']} of {v['decoder_cells']}, and the cross-attention mask "
+            f"{v['cross_shape']} allows {v['cross_allowed']} of {v['cross_cells']}.")
+
+
+def table(v: dict) -> dict:
+    return {"caption": "The three masks of the encoder-decoder for a batch of two pairs "
+                       "(the second one padded)",
+            "columns": ["mask", "used in", "shape (batch, q_len, k_len)", "stored as",
+                        "allowed pairs, padded pair", "what it hides"],
+            "rows": [["encoder padding", "encoder self-attention", v["encoder_shape"],
+                      v["encoder_stored_shape"], f"{v['encoder_allowed']} of {v['encoder_cells']}",
+                      "source pad tokens"],
+                     ["causal and padding", "decoder self-attention", v["decoder_shape"],
+                      v["decoder_stored_shape"], f"{v['decoder_allowed']} of {v['decoder_cells']}",
+                      "later target tokens, target pad tokens"],
+                     ["cross padding", "decoder cross-attention", v["cross_shape"],
+                      v["cross_stored_shape"], f"{v['cross_allowed']} of {v['cross_cells']}",
+                      "source pad tokens"]]}

@@ -1,0 +1,189 @@
+"""Every qualitative sentence of docs/chapters/encoder-decoder.md, asserted over computed values."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from backend.reference import masks
+from backend.reference.encoder_decoder import EncoderDecoder, seq2seq_masks
+from backend.widgets import enc_dec_masks as w
+
+N = w.MAX_LEN
+# every setting the sliders allow: lengths 1..12, padding below each length
+ALL = [(s, t, sp, tp) for s, t in itertools.product(range(1, N + 1), repeat=2)
+       for sp in range(s) for tp in range(t)]
+# the slider's corners and middle for each pair of lengths: 0, half, and the most padding allowed
+EDGES = [(s, t, sp, tp) for s, t in itertools.product(range(1, N + 1), repeat=2)
+         for sp in sorted({0, (s - 1) // 2, s - 1}) for tp in sorted({0, (t - 1) // 2, t - 1})]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Thousands of tiny forward passes: one thread each is far faster on a shared machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def run(**params):
+    return w.compute(w.SPEC.resolve(params))["values"]
+
+
+def masks_for(s, t, sp, tp):
+    return seq2seq_masks(torch.tensor([s, s - sp]), s, t, torch.tensor([t, t - tp]))
+
+
+def test_every_row_of_every_mask_is_non_empty_across_the_range():
+    """'The rule ... is what keeps every row of every mask non-empty'."""
+    for s, t, sp, tp in ALL:
+        m = masks_for(s, t, sp, tp)
+        for grid in (m.encoder.expand(2, 1, s, s), m.decoder, m.cross):
+            assert grid.any(-1).all(), (s, t, sp, tp)
+
+
+def test_breaking_the_rule_gives_an_empty_row():
+    """...and without it a row would be empty (a softmax over nothing)."""
+    m = seq2seq_masks(torch.tensor([3, 0]), 3, 2, torch.tensor([2, 0]))
+    assert not m.cross[1].any(-1).all() and not m.decoder[1].any(-1).all()
+
+
+@torch.no_grad()
+def test_zero_weight_on_every_blocked_cell_and_no_nan_across_the_range():
+    """'Anywhere in the widget's range, the model's attention puts exactly zero weight on every
+    blocked cell and its logits contain no NaN.' The widget's own model, every setting."""
+    model = w._model()
+    for s, t, sp, tp in ALL:
+        src_l, tgt_l = torch.tensor([s, s - sp]), torch.tensor([t, t - tp])
+        m = seq2seq_masks(src_l, s, t, tgt_l)
+        out = model(torch.ones(2, s, dtype=torch.long), src_l, torch.ones(2, t, dtype=torch.long), tgt_l)
+        assert not out.logits.isnan().any()
+        for weights, allowed in ((out.encoder_attentions[0], m.encoder), (out.decoder_attentions[0], m.decoder),
+                                 (out.cross_attentions[0], m.cross)):
+            blocked = ~allowed.expand_as(weights)
+            assert torch.all(weights[blocked] == 0), (s, t, sp, tp)
+
+
+@pytest.mark.parametrize("s, t, sp, tp", [(6, 5, 2, 1), (12, 12, 11, 11), (1, 1, 0, 0), (12, 1, 5, 0)])
+def test_widget_reports_zero_leak_no_nan_no_empty_rows(s, t, sp, tp):
+    v = run(src_len=s, tgt_len=t, src_pad=sp, tgt_pad=tp)
+    assert v["max_weight_on_masked"] == 0.0 and not v["nan_in_logits"] and v["empty_rows"] == 0
+
+
+def test_encoder_padding_is_a_set_of_columns_and_pad_rows_are_not_blocked():
+    """'every row has the same real keys ... The pad queries are not blocked.'"""
+    for s, t, sp, tp in ALL[::97]:
+        v = run(src_len=s, tgt_len=t, src_pad=sp, tgt_pad=tp)
+        row = [1] * (s - sp) + [0] * sp
+        assert v["encoder_mask"] == [row] * s
+        assert v["encoder_allowed"] == s * (s - sp)
+
+
+def test_cross_mask_hides_the_source_pads_and_nothing_else():
+    """'rectangular, T x S, with the source's pad columns hidden and nothing else. No causal part'."""
+    for s, t, sp, tp in ALL[::97]:
+        v = run(src_len=s, tgt_len=t, src_pad=sp, tgt_pad=tp)
+        assert v["cross_mask"] == [[1] * (s - sp) + [0] * sp] * t
+        assert v["cross_shape"] == f"(2, {t}, {s})"
+
+
+def test_cross_mask_is_square_only_when_the_lengths_agree():
+    """'Set the source and target lengths equal and the cross mask becomes square'."""
+    for s, t in itertools.product(range(1, N + 1), repeat=2):
+        v = run(src_len=s, tgt_len=t, src_pad=0, tgt_pad=0)
+        assert v["cross_is_square"] == (s == t)
+
+
+def test_right_padding_the_causal_triangle_already_hides_target_pads_from_real_queries():
+    """'the causal triangle already hides them from every real query. The padding part changes
+    only the pad rows.'"""
+    for t in range(1, N + 1):
+        for tp in range(t):
+            real = t - tp
+            full = masks.and_masks(masks.causal_mask(t), masks.padding_mask(torch.tensor([real]), t))[0, 0]
+            causal = masks.causal_mask(t)
+            assert torch.equal(full[:real], causal[:real])
+            if tp:
+                assert not torch.equal(full[real:], causal[real:])
+
+
+def test_with_left_padding_the_causal_mask_alone_would_not_do():
+    """Check yourself: 'With padding at the front it would matter.'"""
+    t, real = 5, 3
+    causal = masks.causal_mask(t)
+    left = masks.left_padding_mask(torch.tensor([real]), t)[0, 0]
+    real_rows = slice(t - real, t)
+    assert causal[real_rows][:, : t - real].any()  # real queries could see the front pads
+    assert not masks.and_masks(causal, left)[real_rows][:, : t - real].any()
+
+
+def _pair(seed=0):
+    torch.manual_seed(seed)
+    from backend.reference.config import ModelConfig
+
+    model = EncoderDecoder(ModelConfig(vocab_size=11, d_model=16, n_layers=2, n_heads=2, d_ff=32,
+                                       max_seq_len=16)).eval()
+    src = torch.randint(1, 11, (2, 7))
+    tgt = torch.randint(1, 11, (2, 6))
+    return model, src, torch.tensor([7, 4]), tgt, torch.tensor([6, 3])
+
+
+@torch.no_grad()
+def test_causal_only_decoder_mask_trains_the_same_model():
+    """'That is why the handout's decoder mask, causal only, trains the same model': real-position
+    logits, and so the loss with pads ignored, are identical with and without target padding."""
+    model, src, sl, tgt, tl = _pair()
+    with_pad = model(src, sl, tgt, tl).logits
+    causal_only = model(src, sl, tgt).logits
+    for b, n in enumerate(tl.tolist()):
+        torch.testing.assert_close(with_pad[b, :n], causal_only[b, :n], rtol=0, atol=0)
+    labels = tgt.clone()
+    labels[1, 3:] = -100
+    assert F.cross_entropy(with_pad.transpose(1, 2), labels) == F.cross_entropy(causal_only.transpose(1, 2), labels)
+
+
+@torch.no_grad()
+def test_pad_outputs_are_computed_and_then_ignored():
+    """'their outputs are computed and then ignored (nothing reads them)': change what sits in the
+    pad positions and no real position's logits move."""
+    model, src, sl, tgt, tl = _pair(1)
+    ref = model(src, sl, tgt, tl).logits
+    src2, tgt2 = src.clone(), tgt.clone()
+    src2[1, 4:] = torch.tensor([3, 9, 2])
+    tgt2[1, 3:] = torch.tensor([5, 1, 8])
+    got = model(src2, sl, tgt2, tl).logits
+    torch.testing.assert_close(got[1, :3], ref[1, :3], rtol=0, atol=1e-6)
+    torch.testing.assert_close(got[0], ref[0], rtol=0, atol=0)
+
+
+def test_only_the_cross_attention_weights_carry_both_lengths():
+    """'The source length and the target length meet in one of these tensors only.'"""
+    v = run(src_len=7, tgt_len=3, src_pad=0, tgt_pad=0)
+    both = [k for k, shape in v["flow"].items() if "7" in shape and "3" in shape]
+    assert both == ["cross-attention weights"]
+
+
+def test_layers_keep_the_shape_so_they_stack():
+    """'Every encoder layer maps (B, S, d) to (B, S, d) and every decoder layer (B, T, d) to (B, T, d).'"""
+    model, src, sl, tgt, tl = _pair()
+    m = seq2seq_masks(sl, 7, 6, tl)
+    x = model.frontend(src)
+    for layer in model.encoder_layers:
+        y, _ = layer(x, m.encoder)
+        assert y.shape == x.shape
+    memory, _ = model.encode(src, m.encoder)
+    z = model.tgt_embed(tgt)
+    for layer in model.decoder_layers:
+        out = layer(z, memory, m.decoder, m.cross)[0]
+        assert out.shape == z.shape
+
+
+def test_handout_lengths_never_reach_the_full_100_frames():
+    """'every utterance is 1 to 99 frames, never the full 100': randint's upper end is exclusive."""
+    g = torch.Generator().manual_seed(0)
+    lens = torch.randint(1, 100, (100_000,), generator=g)
+    assert lens.min() == 1 and lens.max() == 99
