@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from backend.reference.masks import causal_mask
+
 IGNORE_INDEX = -100  # a label the loss skips (PyTorch's cross_entropy default)
 
 
@@ -78,12 +80,11 @@ def span_targets(n: int, rate: float = 0.15, mean_span: float = 3.0) -> tuple[in
     return hidden, spans, hidden + spans
 
 
+# --8<-- [start:pairs]
 def attention_pairs(n_src: int, n_tgt: int, skip_masked: bool) -> dict:
     """Query-key pairs scored by one attention layer of each kind, for a prompt of n_src tokens
     and an answer of n_tgt. Dense kernels score every pair of the score matrix; kernels that skip
     masked blocks (FlashAttention's causal mode) score only the allowed ones."""
-    from backend.reference.masks import causal_mask
-
     def scored(t_q: int, t_kv: int, causal: bool) -> int:
         if not skip_masked or not causal:
             return t_q * t_kv
@@ -94,6 +95,7 @@ def attention_pairs(n_src: int, n_tgt: int, skip_masked: bool) -> dict:
             "encoder_decoder": scored(n_src, n_src, causal=False)     # encoder self-attention
             + scored(n_tgt, n_tgt, causal=True)                       # decoder self-attention
             + scored(n_tgt, n_src, causal=False)}                     # cross-attention
+# --8<-- [end:pairs]
 
 
 # --8<-- [start:passes]
