@@ -17,6 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from backend.reference.masks import causal_mask
+
 IGNORE_INDEX = -100  # a label the loss skips (PyTorch's cross_entropy default)
 
 
@@ -29,7 +31,8 @@ def decoder_labels(ids: torch.Tensor) -> torch.Tensor:
 
 
 def masked_count(n: int, rate: float) -> int:
-    """How many of n tokens BERT's recipe hides: round(n * rate), at least one."""
+    """How many of n tokens BERT's data script picks: round(n * rate), at least one. Python's
+    round sends exact halves to the even neighbour: 2.5 -> 2, 3.5 -> 4."""
     return max(1, round(n * rate))
 
 
@@ -60,7 +63,39 @@ def encoder_predictions(n: int, rate: float) -> int:
 def expected_ratio(n: int, rate: float) -> float:
     """(n - 1) / (n * rate) = (1 - 1/n) / rate: the ratio before the hidden count is rounded."""
     return (n - 1) / (n * rate)
+
+
+def whole_ratio(n: int, rate: float) -> float:
+    """The ratio a real model gets: whole predictions against whole predictions."""
+    return decoder_predictions(n) / encoder_predictions(n, rate)
 # --8<-- [end:counts]
+
+
+def span_targets(n: int, rate: float = 0.15, mean_span: float = 3.0) -> tuple[int, int, int]:
+    """T5's span corruption, counted: (hidden tokens, spans, decoder targets). Hidden tokens as
+    BERT's round(n * rate); spans = round(hidden / mean_span), as T5's random_spans_noise_mask;
+    the decoder writes each span's sentinel and its tokens (the closing end token not counted)."""
+    hidden = masked_count(n, rate)
+    spans = max(1, round(hidden / mean_span))
+    return hidden, spans, hidden + spans
+
+
+# --8<-- [start:pairs]
+def attention_pairs(n_src: int, n_tgt: int, skip_masked: bool) -> dict:
+    """Query-key pairs scored by one attention layer of each kind, for a prompt of n_src tokens
+    and an answer of n_tgt. Dense kernels score every pair of the score matrix; kernels that skip
+    masked blocks (FlashAttention's causal mode) score only the allowed ones."""
+    def scored(t_q: int, t_kv: int, causal: bool) -> int:
+        if not skip_masked or not causal:
+            return t_q * t_kv
+        return int(causal_mask(t_q, t_kv).sum())
+
+    n = n_src + n_tgt
+    return {"decoder_only": scored(n, n, causal=True),
+            "encoder_decoder": scored(n_src, n_src, causal=False)     # encoder self-attention
+            + scored(n_tgt, n_tgt, causal=True)                       # decoder self-attention
+            + scored(n_tgt, n_src, causal=False)}                     # cross-attention
+# --8<-- [end:pairs]
 
 
 # --8<-- [start:passes]

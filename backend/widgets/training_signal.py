@@ -28,6 +28,7 @@ TRY_PARAGRAPH = ("One stack, one objective, one mask: fewer parts to tune when a
 TOKENIZER = "cl100k_base"
 MAX_CHARS = 4000          # at most a few thousand tokens: one tokenizer call, well under 10 ms
 CURVE_POINTS = 160        # lengths drawn on the right panel (log-spaced, 2 .. max length)
+CLOSE = 0.02              # "within 2% of the curve": the tolerance `settles_from` measures
 
 SPEC = WidgetSpec(
     name="training_signal",
@@ -51,8 +52,8 @@ SPEC = WidgetSpec(
         Output("tokens", "tokens in the passage", ",d"),
         Output("decoder_predictions", "decoder-only predictions", ",d"),
         Output("encoder_predictions", "encoder-style predictions", ",d"),
-        Output("ratio", "ratio (whole predictions)", ".2f", "×"),
-        Output("expected_ratio", "ratio before rounding", ".2f", "×"),
+        Output("ratio", "ratio, whole predictions (×)", ".2f"),
+        Output("expected_ratio", "ratio before rounding (×)", ".2f"),
     ),
     bake=(
         tuple({"length": 2 ** i} for i in range(1, 13))
@@ -91,6 +92,26 @@ def counts(n: int, rate: float) -> dict:
             "expected_ratio": ts.expected_ratio(n, rate)}
 
 
+@lru_cache(maxsize=64)
+def scan(rate: float) -> dict:
+    """The staircase over every slider length at one rate: where it peaks, the shortest passage
+    whose whole-count ratio is above 1 / rate, and the length from which it stays within CLOSE
+    of the curve before rounding. 4,095 integer divisions: well under a millisecond or two."""
+    hi = int(SPEC.param("length").max)
+    lo = int(SPEC.param("length").min)
+    ratios = {m: ts.whole_ratio(m, rate) for m in range(lo, hi + 1)}
+    peak = max(ratios, key=ratios.get)
+    above = [m for m in ratios if ratios[m] > 1 / rate]
+    settles = lo
+    for m in range(hi, lo - 1, -1):
+        if abs(ratios[m] / ts.expected_ratio(m, rate) - 1) >= CLOSE:
+            settles = m + 1
+            break
+    return {"peak_ratio": ratios[peak], "peak_length": peak,
+            "shortest_above_limit": above[0] if above else None,
+            "settles_from": settles}
+
+
 def compute(params: dict) -> dict:
     rate = params["mask_rate"]
     text_tokens = None
@@ -102,8 +123,13 @@ def compute(params: dict) -> dict:
         n = text_tokens
     else:
         n = params["length"]
+    hidden, spans, t5 = ts.span_targets(n, rate)
     v = {"tokens": n, **counts(n, rate), "limit_ratio": 1 / rate,
-         "passes_teacher_forced": 1, "passes_without": ts.decoder_predictions(n),
+         "encoder_unrounded": n * rate,
+         # the passage as a target written one token at a time: a pass per token, plus the end
+         "passes_teacher_forced": 1, "passes_without": ts.sequential_passes(n),
+         "t5_hidden": hidden, "t5_spans": spans, "t5_targets": t5,
+         "t5_ratio": ts.decoder_predictions(n) / t5, **scan(rate),
          "text_tokens": text_tokens, "tokenizer": tokenizer_name() if text_tokens else None}
     return {"values": v, "figure": _figure(n, rate, v), "summary": _summary(n, rate, v),
             "table": _table(n, rate, v)}
@@ -114,8 +140,9 @@ def _summary(n, rate, v) -> str:
         f"A passage of {n:,} tokens"
     return (f"{source}: a decoder-only model predicts {v['decoder_predictions']:,} of them, an "
             f"encoder hiding {rate:.0%} predicts {v['encoder_predictions']:,}: the decoder gets "
-            f"{v['ratio']:.2f} times as many. Across lengths the ratio approaches 1 / {rate:g} = "
-            f"{1 / rate:.2f}.")
+            f"{v['ratio']:.2f} times as many. Across lengths the ratio before rounding climbs "
+            f"towards 1 / {rate:g} = {1 / rate:.2f}; the whole-count ratio steps around it and "
+            f"peaks at {v['peak_ratio']:.2f} at {v['peak_length']:,} tokens.")
 
 
 def _table(n, rate, v) -> dict:
@@ -125,6 +152,9 @@ def _table(n, rate, v) -> dict:
                       "1 (teacher forcing and the causal mask)"],
                      ["encoder-style, hidden tokens only", f"{v['encoder_predictions']:,}", "1"],
                      ["ratio", f"{v['ratio']:.2f}×", ""]]}
+
+
+TICKS = [2, 4, 16, 64, 256, 1024, 4096]
 
 
 def _lengths() -> list[int]:
@@ -163,7 +193,9 @@ def _figure(n, rate, v) -> dict:
         xaxis={"domain": [0, 0.36]},
         yaxis={"title": {"text": "predictions from the passage"}, "rangemode": "tozero",
                "range": [0, v["decoder_predictions"] * 1.18]},
-        xaxis2={"domain": [0.5, 1], "anchor": "y2", "type": "log", "dtick": math.log10(4),
+        xaxis2={"domain": [0.5, 1], "anchor": "y2", "type": "log", "tickvals": TICKS,
+                "ticktext": [f"{t:,}" for t in TICKS],
+                "range": [math.log10(1.8), math.log10(4096 * 1.12)],
                 "title": {"text": "passage length (tokens)"}},
         yaxis2={"anchor": "x2", "rangemode": "tozero", "range": [0, top * 1.1],
                 "title": {"text": "decoder ÷ encoder"}},
@@ -171,7 +203,8 @@ def _figure(n, rate, v) -> dict:
                       "showarrow": False, "x": 0.18, "y": 1.08, "xref": "paper", "yref": "paper",
                       "xanchor": "center"}],
     )
-    narrow = {"height": 680, "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.6, 1]},
+    narrow = {"height": 680, "xaxis": {"domain": [0, 1]},
+              "yaxis": {"domain": [0.6, 1], "title": {"text": "predictions", "standoff": 4}},
               "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.4]},
               "legend": {"y": -0.14},
               "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.05}]}

@@ -91,3 +91,30 @@ def test_free_running_makes_one_pass_per_token(tiny):
     assert counted.passes == 301 and out.shape == (1, 302)
     with torch.no_grad():  # each guess is what the one-pass forward of the final text predicts
         assert torch.equal(tiny(out[:, :-1]).argmax(-1)[0], out[0, 1:])
+
+
+def test_span_targets_follow_t5s_noise_mask_arithmetic():
+    """T5's random_spans_noise_mask: noise = round(n * density), spans = round(noise / 3.0), both
+    with numpy's round (half to even, like Python's). 512 tokens: 77 noise tokens in 26 spans."""
+    import numpy as np
+
+    for n in (2, 10, 46, 57, 512, 4096):
+        noise = max(1, int(np.round(n * 0.15)))
+        spans = max(1, int(np.round(noise / 3.0)))
+        assert ts.span_targets(n) == (noise, spans, noise + spans)
+    assert ts.span_targets(512) == (77, 26, 103)
+
+
+def test_masked_count_rounds_half_to_even():
+    assert ts.masked_count(5, 0.5) == 2 and ts.masked_count(7, 0.5) == 4  # 2.5 -> 2, 3.5 -> 4
+    assert ts.masked_count(10, 0.01) == 1                                  # at least one
+
+
+@pytest.mark.parametrize("n_src, n_tgt", [(1, 1), (5, 3), (40, 17)])
+def test_attention_pairs_against_hand_counts(n_src, n_tgt):
+    n = n_src + n_tgt
+    assert ts.attention_pairs(n_src, n_tgt, skip_masked=False) == {
+        "decoder_only": n * n, "encoder_decoder": n_src**2 + n_tgt**2 + n_tgt * n_src}
+    assert ts.attention_pairs(n_src, n_tgt, skip_masked=True) == {
+        "decoder_only": n * (n + 1) // 2,
+        "encoder_decoder": n_src**2 + n_tgt * (n_tgt + 1) // 2 + n_tgt * n_src}

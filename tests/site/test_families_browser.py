@@ -25,6 +25,9 @@ def test_training_signal_moves_and_counts_a_passage(page, server):
     page.wait_for_selector(".katex", timeout=15_000)
     assert bars(page) == [511, 77]
     assert value(page, "encoder_predictions") == "77"
+    assert value(page, "ratio") == "6.64"  # no spaced "×" unit to wrap at 1200 px
+    ticks = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').layout.xaxis2.tickvals")
+    assert ticks[-1] == 4096
 
     page.fill(f'{WIDGET} input[name="length-value"]', "46")
     page.press(f'{WIDGET} input[name="length-value"]', "Enter")

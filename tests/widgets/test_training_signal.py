@@ -79,3 +79,24 @@ def test_bad_input_is_a_400_naming_the_control(client, params, label):
 def test_every_baked_point_computes(client):
     for point in w.SPEC.bake_points():
         assert post(client, **point)["values"]["decoder_predictions"] >= 1
+
+
+def test_summary_speaks_of_the_unrounded_ratio_and_the_real_peak(client):
+    """At 1% the staircase peaks at 148× (149 tokens), above the limit of 100: the summary must
+    not say the ratio approaches 100 without saying which ratio."""
+    r = post(client, mask_rate=0.01)
+    assert "ratio before rounding climbs towards 1 / 0.01 = 100.00" in r["summary"]
+    assert "peaks at 148.00 at 149 tokens" in r["summary"]
+
+
+def test_length_axis_ticks_reach_4096(client):
+    axis = post(client)["figure"]["layout"]["xaxis2"]
+    assert axis["tickvals"][-1] == 4096 and axis["ticktext"][-1] == "4,096"
+    assert 10 ** axis["range"][1] > 4096
+
+
+def test_ratio_outputs_carry_the_unit_in_the_label():
+    """'6.64 ×' wrapped at 1200 px: the × lives in the label, not as a spaced unit."""
+    for name in ("ratio", "expected_ratio"):
+        out = next(o for o in w.SPEC.outputs if o.name == name)
+        assert "×" in out.label and not out.unit
