@@ -1,7 +1,7 @@
 """One pre-norm decoder block: x + attn(norm(x)), then x + mlp(norm(x)).
 
-Pre-norm (Xiong et al., 2020) keeps the residual stream free of any normalization, so the
-identity path from the last layer to the first is exactly the identity. Note the names: the
+Pre-norm (Xiong et al., 2020) keeps the residual stream free of any normalization: the
+residual adds carry a gradient from the top of the stack to the embedding untouched. Note the names: the
 second norm is the MLP's *pre*-norm (Hugging Face calls it post_attention_layernorm).
 """
 

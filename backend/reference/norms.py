@@ -21,12 +21,11 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))  # the gain g
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # x: (..., d_model)
-        input_dtype = x.dtype
-        x = x.to(torch.float32)  # bf16 keeps ~3 significant digits: too few for a sum of squares
-        mean_square = x.pow(2).mean(-1, keepdim=True)  # (..., 1)
-        x = x * torch.rsqrt(mean_square + self.eps)
-        return self.weight * x.to(input_dtype)
+        # x: (..., d_model) in bf16, fp16 or fp32; the output keeps x's dtype
+        wide = x.float()  # 8 significant bits (bf16) cannot hold a sum of 4096 squares
+        inv_rms = (wide * wide).mean(-1, keepdim=True).add(self.eps).rsqrt()  # (..., 1), fp32
+        unit = wide * inv_rms  # (..., d_model): RMS 1, still fp32
+        return self.weight * unit.to(x.dtype)  # round once, then the gain
 # --8<-- [end:rmsnorm]
 
 
@@ -52,6 +51,21 @@ def rmsnorm_no_upcast(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-5) 
     """RMSNorm with every step in x's own dtype: the squares, their mean and the product."""
     return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
 # --8<-- [end:no_upcast]
+
+
+def rmsnorm_rounded_at(x: torch.Tensor, dtype: torch.dtype, steps: tuple[str, ...],
+                       eps: float = 1e-5) -> torch.Tensor:
+    """RMSNorm in float64 except that the named steps are rounded to dtype, to see which costs what.
+
+    steps, in order of the computation: "squares" (each x_i^2), "mean_square" (the row's mean of
+    squares), "rsqrt" (the per-row factor 1/sqrt(mean square + eps)), "product" (x times it).
+    """
+    r = lambda t, step: t.to(dtype).double() if step in steps else t  # noqa: E731
+    x = x.double()  # (N, d)
+    squares = r(x * x, "squares")
+    mean_square = r(squares.mean(-1, keepdim=True), "mean_square")  # (N, 1)
+    inv_rms = r(torch.rsqrt(mean_square + eps), "rsqrt")  # (N, 1)
+    return r(x * inv_rms, "product")
 
 
 def rmsnorm_float64(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:

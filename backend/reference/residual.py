@@ -66,3 +66,14 @@ def gradient_by_layer(n_layers: int, d_model: int, d_ff: int, wiring: str, seed:
     (states[-1] * g).sum().backward()
     top = states[-1].grad.norm()
     return [(s.grad.norm() / top).item() for s in states]
+
+
+def activation_norms(n_layers: int, d_model: int, d_ff: int, wiring: str, seed: int = 0,
+                     n_tokens: int = 64) -> list[float]:
+    """||x_l|| for l = 0 .. n_layers: the forward pass of the same stack gradient_by_layer builds."""
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    stack = Stack(n_layers, d_model, d_ff, wiring)
+    x = torch.randn(n_tokens, d_model, generator=gen)
+    with torch.no_grad():
+        return [s.norm().item() for s in stack(x)]

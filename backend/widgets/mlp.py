@@ -13,21 +13,38 @@ from functools import lru_cache
 from backend.reference import counting, presets
 from backend.reference.block import block_parameter_split
 from backend.reference.mlp import gated_width_for_equal_params, swiglu_hidden_size
-from backend.reference.residual import WIRINGS, gradient_by_layer
-from backend.widgets.spec import Output, Param, WidgetSpec
+from backend.reference.residual import WIRINGS, activation_norms, gradient_by_layer
+from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
+
+HEAD_DIM = 128  # Llama's head width: n_heads = d / 128 (Llama-2-7B and Llama-3-8B: 32 heads)
+D_MIN, D_MAX = 128, 16384
+
+
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(k for k in range(1, n + 1) if n % k == 0)
+
 
 SPEC = WidgetSpec(
     name="mlp",
     title="The MLP: two matrices or three",
     description="Parameters of a plain and a gated (SwiGLU) MLP, and the MLP's share of a block.",
     params=(
-        Param("d_model", "model width d", "int", default=4096, min=64, max=16384, step=64,
-              help="Width of the residual stream (a multiple of 64)."),
+        Param("d_model", "model width d", "int", default=4096, min=D_MIN, max=D_MAX, step=HEAD_DIM,
+              help="Width of the residual stream (a multiple of 128: heads of 128, as in Llama)."),
         Param("d_ff", "MLP width d_ff", "int", default=14336, min=64, max=65536, step=64,
               help="Inner width of the MLP (Llama's intermediate_size)."),
         Param("kind", "MLP kind", "choice", default="gated", options=("gated", "plain"),
               help="gated: SwiGLU, three matrices; plain: two matrices and a ReLU, no biases."),
+        Param("n_kv_heads", "key/value heads", "int", default=8, min=1, max=D_MAX // HEAD_DIM,
+              step=1, help="Grouped-query attention shares each key/value head among several "
+                           "query heads (Llama-3-8B: 8 for 32 query heads); as many as the query "
+                           "heads (d / 128) is plain multi-head attention (Llama-2-7B).",
+              depends=(Depends("d_model", {
+                  d: {"allowed": _divisors(d // HEAD_DIM),
+                      "note": f"d = {d} has {d // HEAD_DIM} query heads of 128, and the "
+                              "key/value heads must divide them"}
+                  for d in range(D_MIN, D_MAX + 1, HEAD_DIM)}),)),
     ),
     outputs=(
         Output("params_gated", "gated MLP parameters (3·d·d_ff)", ",d"),
@@ -37,7 +54,9 @@ SPEC = WidgetSpec(
         Output("mlp_share", "MLP's share of the block (this kind)", ".1%"),
     ),
     bake=({},) + tuple({"d_ff": w} for w in (2048, 4096, 8192, 10944, 11008, 16384, 32768))
-    + ({"kind": "plain"}, {"kind": "plain", "d_ff": 16384}, {"d_model": 512, "d_ff": 2048, "kind": "plain"}),
+    + ({"kind": "plain"}, {"kind": "plain", "d_ff": 16384}, {"n_kv_heads": 32},
+       {"n_kv_heads": 32, "d_ff": 11008}, {"n_kv_heads": 1},
+       {"d_model": 512, "d_ff": 2048, "kind": "plain", "n_kv_heads": 4}),
 )
 
 RESIDUAL_DEPTH = 32  # layers in the gradient experiment
@@ -65,19 +84,25 @@ def block_facts() -> dict:
     v["meta_rule_l3_8b_no_multiplier"] = swiglu_hidden_size(4096, multiple_of=1024)
     base = block_parameter_split(512, 2048, "plain")  # the 2017 base model's MLP, biases aside
     v["base_mlp_share_block"] = base["mlp"] / sum(base.values())
+    v["base_mlp_share_matrices"] = base["mlp"] / (base["mlp"] + base["attention"])  # no norms
     v["residual_depth"] = RESIDUAL_DEPTH
     d, f = RESIDUAL_WIDTH
     for wiring in WIRINGS:
         grads = gradient_by_layer(RESIDUAL_DEPTH, d, f, wiring)
         v[f"grad_layer0_{wiring}"] = grads[0]
         v[f"grad_layer{RESIDUAL_DEPTH // 2}_{wiring}"] = grads[RESIDUAL_DEPTH // 2]
+    acts = activation_norms(RESIDUAL_DEPTH, d, f, "plain")  # the plain stack's forward pass
+    v["act_norm_plain_layer0"] = acts[0]
+    v["act_norm_plain_layer4"] = acts[4]
+    v["act_first_zero_layer_plain"] = next(i for i, a in enumerate(acts) if a == 0.0)
     return v
 
 
 def compute(params: dict) -> dict:
-    d, d_ff, kind = params["d_model"], params["d_ff"], params["kind"]
-    gated = block_parameter_split(d, d_ff, "gated")
-    plain = block_parameter_split(d, d_ff, "plain")
+    d, d_ff, kind, n_kv = params["d_model"], params["d_ff"], params["kind"], params["n_kv_heads"]
+    heads = {"n_heads": d // HEAD_DIM, "n_kv_heads": n_kv}
+    gated = block_parameter_split(d, d_ff, "gated", **heads)
+    plain = block_parameter_split(d, d_ff, "plain", **heads)
     split = gated if kind == "gated" else plain
     values = {
         "params_gated": gated["mlp"],
@@ -88,6 +113,8 @@ def compute(params: dict) -> dict:
         "mlp_share_gated": gated["mlp"] / sum(gated.values()),
         "mlp_share_plain": plain["mlp"] / sum(plain.values()),
         "attention_params": split["attention"],
+        "n_heads": d // HEAD_DIM,
+        "n_kv_heads": n_kv,
         "norm_params": split["norms"],
         **block_facts(),
     }
@@ -108,7 +135,8 @@ def _figure(d, d_ff, kind, v, split) -> dict:
         {"type": "scatter", "mode": "markers", "x": [d_ff], "y": [mine], "name": f"your d_ff ({kind})",
          "marker": {"size": 13, "color": COLORS["accent"], "symbol": "circle-open", "line": {"width": 3}},
          "hovertemplate": "d_ff=%{x:,}<br>%{y:,} parameters<extra></extra>"},
-        {"type": "scatter", "mode": "lines+markers", "x": [v["d_ff_equal_params"], d_ff],
+        # from the plain line at your d_ff across to the gated line, at the same parameter count
+        {"type": "scatter", "mode": "lines+markers", "x": [d_ff, v["d_ff_equal_params"]],
          "y": [v["params_plain"], v["params_plain"]], "name": "same count, gated width",
          "line": {"color": guide, "dash": "dash"}, "marker": {"size": 7, "color": guide},
          "hovertemplate": "d_ff=%{x:,.0f}: %{y:,}<extra></extra>"},
@@ -121,9 +149,10 @@ def _figure(d, d_ff, kind, v, split) -> dict:
     layout = base_layout(
         420,
         xaxis={"domain": [0, 0.6], "title": {"text": "MLP width d_ff"}, "rangemode": "tozero"},
-        yaxis={"title": {"text": "MLP parameters"}, "rangemode": "tozero"},
+        yaxis={"title": {"text": "MLP parameters"}, "rangemode": "tozero", "automargin": True},
         xaxis2={"domain": [0.72, 1], "anchor": "y2", "type": "category"},
-        yaxis2={"anchor": "x2", "title": {"text": "parameters in one block"}, "rangemode": "tozero"},
+        yaxis2={"anchor": "x2", "title": {"text": "parameters in one block"}, "rangemode": "tozero",
+                "automargin": True},
         annotations=[
             {"text": f"d = {d:,}", "showarrow": False, "x": 0.3, "y": 1.08, "xref": "paper",
              "yref": "paper", "xanchor": "center"},
@@ -131,8 +160,10 @@ def _figure(d, d_ff, kind, v, split) -> dict:
              "y": 1.08, "xref": "paper", "yref": "paper", "xanchor": "center"},
         ],
     )
-    narrow = {"height": 700, "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.55, 1]},
-              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.35]}, "legend": {"y": -0.1},
+    # Phone: the charts stack; the legend names the top chart's lines, so it sits under that chart
+    narrow = {"height": 760, "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.6, 1]},
+              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.3], "title": {"text": "one block"}},
+              "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 0.5, "yanchor": "top"},
               "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
                               {**layout["annotations"][1], "x": 0.5, "y": 0.4}]}
     return {"data": data, "layout": layout, "narrow": narrow}
@@ -141,7 +172,8 @@ def _figure(d, d_ff, kind, v, split) -> dict:
 def _summary(d, d_ff, kind, v) -> str:
     return (f"At d = {d:,} and d_ff = {d_ff:,}, a gated MLP has {v['params_gated']:,} parameters and "
             f"a plain one {v['params_plain']:,}; a gated MLP {v['d_ff_equal_params']:,.0f} wide "
-            f"would match the plain count. The {kind} MLP is {v['mlp_share']:.1%} of the block.")
+            f"would match the plain count. With {v['n_heads']} query heads and "
+            f"{v['n_kv_heads']} key/value heads, the {kind} MLP is {v['mlp_share']:.1%} of the block.")
 
 
 def _table(d, d_ff, v, split) -> dict:
@@ -151,6 +183,7 @@ def _table(d, d_ff, v, split) -> dict:
         "rows": [["gated MLP (3·d·d_ff)", f"{v['params_gated']:,}"],
                  ["plain MLP (2·d·d_ff)", f"{v['params_plain']:,}"],
                  ["gated width with the plain count", f"{v['d_ff_equal_params']:,.1f}"],
+                 ["query heads / key-value heads", f"{v['n_heads']} / {v['n_kv_heads']}"],
                  ["attention in the block", f"{split['attention']:,}"],
                  ["norms in the block", f"{split['norms']:,}"],
                  ["MLP's share of the block", f"{v['mlp_share']:.1%}"]],

@@ -7,10 +7,13 @@ entirely in the dtype. Both are compared with float64 arithmetic on the same rou
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 import torch
 
 from backend.reference.norms import (LayerNorm, RMSNorm, rmsnorm_float64, rmsnorm_no_upcast,
-                                     running_mean_square)
+                                     rmsnorm_rounded_at, running_mean_square)
 from backend.widgets.spec import Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
@@ -38,6 +41,7 @@ SPEC = WidgetSpec(
         Output("error_upcast", "max error vs float64, upcast", ".3g"),
         Output("error_no_upcast", "max error vs float64, no upcast", ".3g"),
         Output("error_floor", "rounding the exact answer to the dtype", ".3g"),
+        Output("mean_square_running_text", "mean square, running sum held in the dtype (row 1)", ""),
     ),
     bake=tuple({"dtype": t, "upcast": u, **extra} for t in DTYPES for u in (True, False)
                for extra in ({}, {"offset": 0.0}, {"offset": 300.0}, {"scale": 30.0}))
@@ -54,6 +58,12 @@ def make_input(offset: float, scale: float, dtype: torch.dtype, seed: int = 0) -
     return (torch.randn(N_ROWS, D, generator=g, dtype=torch.float64) * scale + offset).to(dtype)
 
 
+@lru_cache(maxsize=1)
+def _largest_draw() -> float:
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(N_ROWS, D, generator=g, dtype=torch.float64).max().item()
+
+
 def compute(params: dict) -> dict:
     offset, scale, name, upcast = params["offset"], params["scale"], params["dtype"], params["upcast"]
     dtype = DTYPES[name]
@@ -68,27 +78,47 @@ def compute(params: dict) -> dict:
     err = lambda y: (y - exact).abs().max().item()  # noqa: E731
     finite = lambda y: bool(torch.isfinite(y).all())  # noqa: E731
     squares = x.double().pow(2)
+    running = running_mean_square(x[0].double(), dtype)  # inf once a float16 total overflows
+    info = torch.finfo(dtype)
     values = {
         "mean_after": mine.mean(-1).mean().item(),
         "rms_after": mine.pow(2).mean(-1).sqrt().mean().item(),
-        "layernorm_mean_after": ln.mean(-1).mean().item(),
+        # float64 mean of a centred row is ~1e-19: round it so it never prints as "-0.000"
+        "layernorm_mean_after": round(ln.mean(-1).mean().item(), 12) + 0.0,
         "layernorm_rms_after": ln.pow(2).mean(-1).sqrt().mean().item(),
-        "mean_theory": offset / (offset ** 2 + scale ** 2) ** 0.5,
+        "mean_theory": offset / math.sqrt(offset ** 2 + scale ** 2 + EPS),
         "error_upcast": err(up),
         "error_no_upcast": err(plain),
         "error_floor": err(exact.to(dtype).double()),
+        # the no-upcast error, one rounding at a time (everything else exact)
+        "error_round_squares": err(rmsnorm_rounded_at(x, dtype, ("squares",), EPS)),
+        "error_round_mean_square": err(rmsnorm_rounded_at(x, dtype, ("mean_square",), EPS)),
+        "error_round_scale": err(rmsnorm_rounded_at(x, dtype, ("mean_square", "rsqrt"), EPS)),
+        "error_round_scale_product": err(rmsnorm_rounded_at(
+            x, dtype, ("mean_square", "rsqrt", "product"), EPS)),
         "finite_no_upcast": finite(plain),
-        "squares_overflow": bool((squares > torch.finfo(dtype).max).any()),
+        "max_abs_input": x.double().abs().max().item(),
+        "max_abs_exact": exact.abs().max().item(),  # the error of an all-zero output
+        "squares_overflow": bool((squares > info.max).any()),
+        "overflow_threshold": math.sqrt(info.max),
+        # the smallest positive offset at which this draw's largest entry reaches that threshold
+        "overflow_offset": math.sqrt(info.max) - scale * _largest_draw(),
+        "d": D,
+        "dtype_max": info.max,
         "mean_square_exact": squares[0].mean().item(),
-        "mean_square_running": running_mean_square(x[0].double(), dtype),
-        "eps_dtype": torch.finfo(dtype).eps,
+        # JSON has no infinity: an overflowed running sum is reported as null plus a flag and words
+        "mean_square_running": running if math.isfinite(running) else None,
+        "mean_square_running_overflowed": not math.isfinite(running),
+        "mean_square_running_text": (f"{running:.4g}" if math.isfinite(running)
+                                     else f"overflows to infinity in {name}"),
+        "eps_dtype": info.eps,
     }
+    assert all(not isinstance(v, float) or math.isfinite(v) for v in values.values()), values
     return {"values": values, "figure": _figure(name, upcast, values),
             "summary": _summary(name, upcast, values), "table": _table(name, values)}
 
 
 def _figure(name, upcast, v) -> dict:
-    floor = max(v["error_floor"], 1e-12)
     errors = [v["error_floor"], v["error_upcast"], v["error_no_upcast"]]
     colors = [COLORS["guide"], COLORS["scaled"], COLORS["unscaled"]]
     mine = 1 if upcast else 2
@@ -99,30 +129,37 @@ def _figure(name, upcast, v) -> dict:
         {"type": "bar", "x": ["mean", "RMS"], "y": [v["layernorm_mean_after"], v["layernorm_rms_after"]],
          "name": "LayerNorm", "marker": {"color": COLORS["purple"]},
          "hovertemplate": "LayerNorm %{x}: %{y:.3f}<extra></extra>"},
-        {"type": "bar", "x": ["round exact", "upcast", "no upcast"],
-         "y": [max(e, floor / 10) for e in errors], "xaxis": "x2", "yaxis": "y2",
+        # a linear axis from 0, so a factor of two between two bars looks like a factor of two
+        {"type": "bar", "x": ["round exact", "upcast", "no upcast"], "y": errors,
+         "xaxis": "x2", "yaxis": "y2",
          "marker": {"color": colors, "line": {"width": [3 if i == mine else 0 for i in range(3)],
                                               "color": COLORS["accent"]}},
-         "customdata": errors, "showlegend": False,
-         "hovertemplate": "%{x}: %{customdata:.3g}<extra></extra>"},
+         "showlegend": False, "hovertemplate": "%{x}: %{y:.3g}<extra></extra>"},
     ]
     layout = base_layout(
         400, barmode="group",
         xaxis={"domain": [0, 0.42], "type": "category"},
-        yaxis={"title": {"text": "after the norm (row average)"}},
-        xaxis2={"domain": [0.56, 1], "anchor": "y2", "type": "category"},
-        yaxis2={"anchor": "x2", "type": "log", "title": {"text": f"max error vs float64 ({name})"}},
+        yaxis={"title": {"text": "after the norm (row average)"}, "automargin": True},
+        xaxis2={"domain": [0.58, 1], "anchor": "y2", "type": "category"},
+        yaxis2={"anchor": "x2", "rangemode": "tozero", "exponentformat": "e", "automargin": True,
+                "title": {"text": f"max error vs float64 ({name})"}},
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -0.12, "yanchor": "top"},
         annotations=[
             {"text": "RMSNorm does not centre", "showarrow": False, "x": 0.21, "y": 1.08,
              "xref": "paper", "yref": "paper", "xanchor": "center"},
-            {"text": f"rounding error in {name}", "showarrow": False, "x": 0.78, "y": 1.08,
+            {"text": f"rounding error in {name}", "showarrow": False, "x": 0.79, "y": 1.08,
              "xref": "paper", "yref": "paper", "xanchor": "center"},
         ],
     )
-    narrow = {"height": 680, "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.6, 1]},
-              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.4]}, "legend": {"y": -0.1},
+    # Phone: the charts stack; short axis titles (automargin keeps them off the tick labels)
+    # and the legend, which names the top chart's bars, sits right under that chart.
+    narrow = {"height": 700, "margin": {"l": 60, "r": 10, "t": 40, "b": 40},
+              "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.62, 1], "title": {"text": "row average"}},
+              "xaxis2": {"domain": [0, 1]},
+              "yaxis2": {"domain": [0, 0.36], "title": {"text": "max error"}},
+              "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 0.55, "yanchor": "top"},
               "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
-                              {**layout["annotations"][1], "x": 0.5, "y": 0.45}]}
+                              {**layout["annotations"][1], "x": 0.5, "y": 0.41}]}
     return {"data": data, "layout": layout, "narrow": narrow}
 
 
@@ -130,7 +167,9 @@ def _summary(name, upcast, v) -> str:
     return (f"After RMSNorm the rows have mean {v['mean_after']:.3f} and RMS {v['rms_after']:.3f}; "
             f"after LayerNorm, mean {v['layernorm_mean_after']:.3f} and RMS {v['layernorm_rms_after']:.3f}. "
             f"In {name} the largest error against float64 is {v['error_upcast']:.3g} with the upcast and "
-            f"{v['error_no_upcast']:.3g} without it; rounding the exact answer alone costs {v['error_floor']:.3g}.")
+            f"{v['error_no_upcast']:.3g} without it; rounding the exact answer alone costs {v['error_floor']:.3g}. "
+            f"A running sum held in {name} gives a mean square of {v['mean_square_running_text']} "
+            f"(exact: {v['mean_square_exact']:.4g}).")
 
 
 def _table(name, v) -> dict:
@@ -143,5 +182,7 @@ def _table(name, v) -> dict:
                  ["RMS after LayerNorm", f"{v['layernorm_rms_after']:.3f}"],
                  ["max error, upcast", f"{v['error_upcast']:.3g}"],
                  ["max error, no upcast", f"{v['error_no_upcast']:.3g}"],
-                 ["max error of rounding the exact answer", f"{v['error_floor']:.3g}"]],
+                 ["max error of rounding the exact answer", f"{v['error_floor']:.3g}"],
+                 ["mean square, running sum in the dtype (row 1)", v["mean_square_running_text"]],
+                 ["mean square, exact (row 1)", f"{v['mean_square_exact']:.4g}"]],
     }

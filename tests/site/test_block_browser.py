@@ -20,6 +20,7 @@ def test_mlp_widget_moves(page, server):
     page.wait_for_selector(f"{MLP} .tw-plot .main-svg", timeout=20_000)
     assert value(page, MLP, "params_gated") == "176,160,768"
     assert value(page, MLP, "params_plain") == "117,440,512"
+    assert value(page, MLP, "mlp_share") == "80.8%"  # the text's Llama-3-8B figure, at the default
     box = page.locator(f'{MLP} input[name="d_ff-value"]')
     box.fill("11008")
     box.press("Enter")
@@ -43,6 +44,8 @@ def test_rmsnorm_widget_moves(page, server):
     page.wait_for_function(f"document.querySelector('{NORM}').dataset.source === 'live'", timeout=20_000)
     page.wait_for_function(f"""() => parseFloat(document.querySelector('{NORM} .tw-value[data-name="error_no_upcast"] dd')
         .innerText) > 0.99""", timeout=20_000)
+    text = page.locator(f'{NORM} .tw-value[data-name="mean_square_running_text"] dd').inner_text()
+    assert "overflows" in text
     assert page.console_errors == []
 
 

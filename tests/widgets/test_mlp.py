@@ -28,13 +28,15 @@ def test_meta_rule_and_real_figures(client):
 
 
 def test_share_by_hand(client):
-    v = values(client, d_model=512, d_ff=2048, kind="plain")
+    v = values(client, d_model=512, d_ff=2048, kind="plain", n_kv_heads=4)
     assert v["mlp_share"] == pytest.approx(2 * 512 * 2048 / (2 * 512 * 2048 + 4 * 512 ** 2 + 2 * 512))
 
 
 @pytest.mark.parametrize("body, label", [({"d_ff": 10}, "MLP width d_ff"),
                                          ({"d_model": 70000}, "model width d"),
-                                         ({"kind": "moe"}, "MLP kind")])
+                                         ({"kind": "moe"}, "MLP kind"),
+                                         ({"d_model": 512}, "key/value heads"),
+                                         ({"n_kv_heads": 3}, "key/value heads")])
 def test_bad_input_is_a_400_naming_the_label(client, body, label):
     r = client.post(URL, json=body)
     assert r.status_code == 400 and label in r.get_json()["error"]
@@ -49,3 +51,17 @@ def test_result_contract_and_palette(client):
     used = {c.lower() for c in re.findall(r"#[0-9a-fA-F]{3,6}\b", json.dumps(body["figure"]))}
     assert used <= {c.lower() for c in (*COLORS.values(), *SERIES)}
     assert "paper_bgcolor" not in body["figure"]["layout"]
+
+
+def test_gqa_attention_by_hand(client):
+    """Llama-3-8B: q and o are d x d, k and v are d x (8 heads x 128): 41,943,040 per layer."""
+    v = values(client)
+    assert v["attention_params"] == 2 * 4096 ** 2 + 2 * 4096 * 8 * 128 == 41_943_040
+
+
+def test_every_baked_point_is_strict_json():
+    import json
+
+    from backend.widgets import mlp
+    for point in mlp.SPEC.bake:
+        json.dumps(mlp.compute(mlp.SPEC.resolve(point)), allow_nan=False)

@@ -48,3 +48,24 @@ def test_errors_by_label(client):
     assert r.status_code == 400 and "scale (spread of the input)" in r.get_json()["error"]
     r = client.post(URL, json={"upcast": "yes"})
     assert r.status_code == 400 and "upcast to float32" in r.get_json()["error"]
+
+
+def test_every_baked_point_is_strict_json():
+    """JSON has no Infinity: an overflowed running sum must come back as null plus words."""
+    import json
+
+    from backend.widgets import rmsnorm
+    for point in rmsnorm.SPEC.bake:
+        body = rmsnorm.compute(rmsnorm.SPEC.resolve(point))
+        json.dumps(body, allow_nan=False)
+
+
+def test_float16_overflow_through_the_api_is_valid_json(client):
+    import json
+    r = client.post(URL, json={"offset": 300, "scale": 1, "dtype": "float16"})
+    assert r.status_code == 200
+    v = json.loads(r.get_data(as_text=True))["values"]  # strict parse, as the page's JSON.parse
+    assert v["mean_square_running"] is None and v["mean_square_running_overflowed"] is True
+    assert "overflows" in v["mean_square_running_text"]
+    v = values(client)
+    assert v["mean_square_running"] == pytest.approx(float(v["mean_square_running_text"]), rel=1e-3)
