@@ -96,7 +96,7 @@ def config_of(params: dict) -> ModelConfig:
     if n > MAX_PARAMS:
         raise ParamError(
             f"this model has {n:,} parameters; the live check allows at most {MAX_PARAMS:,}: lower "
-            f"'{LABELS['vocab']}', '{LABELS['d_model']}', '{LABELS['d_ff']}' or '{LABELS['n_layers']}'",
+            f"'{LABELS['vocab']}', '{LABELS['d_model']}', '{LABELS['d_ff']}', '{LABELS['n_kv']}' or '{LABELS['n_layers']}'",
             "vocab")
     return cfg
 
