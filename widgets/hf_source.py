@@ -11,8 +11,9 @@ kept), followed by a line naming the package version, the file and line numbers,
 file's Apache-2.0 licence. Nothing of Hugging Face's code is stored in this repository, so the
 page always shows the code the parity widget actually ran against. A symbol that no longer
 exists (renamed or removed in a later release) fails the build with a message naming it.
-`{{ hf_info("version") }}` and `{{ hf_info("lines") }}` put the installed version and the
-file's length into prose.
+`{{ hf_info("version") }}`, `{{ hf_info("lines") }}` and the other keys of `INFO` put facts
+about the installed package into prose (its version, the file's and the package's length, the
+attention kernels it registers, the default kernel, the dtype of the mask each kernel is given).
 """
 
 from __future__ import annotations
@@ -110,13 +111,66 @@ def render(symbol: str, indent: str = "") -> str:
 HF_INFO_CALL = re.compile(r'\{\{\s*hf_info\(\s*"(?P<key>\w+)"\s*\)\s*\}\}')
 
 
+@lru_cache(maxsize=None)
+def package_lines() -> int:
+    """Lines of Python in the whole installed `transformers` package."""
+    import transformers
+
+    root = Path(transformers.__file__).parent
+    return sum(len(f.read_text(encoding="utf-8", errors="replace").splitlines())
+               for f in root.rglob("*.py"))
+
+
+def attention_kernels() -> list[str]:
+    """The keys of the installed attention dispatch table (besides the built-in "eager")."""
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+    return list(ALL_ATTENTION_FUNCTIONS.keys())
+
+
+def default_attention() -> str:
+    """What a freshly built LlamaForCausalLM (no checkpoint, no argument) reports as its kernel."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=8, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2)
+    return LlamaForCausalLM(cfg).config._attn_implementation
+
+
+def mask_dtype(impl: str, padded: bool = True) -> str:
+    """The dtype `create_causal_mask` returns for a (2, 5) batch under kernel `impl` ("None" if none)."""
+    import torch
+    from transformers import LlamaConfig
+    from transformers.masking_utils import create_causal_mask
+
+    cfg = LlamaConfig(vocab_size=8, hidden_size=8, intermediate_size=8, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=2)
+    cfg._attn_implementation = impl
+    mask = torch.ones(2, 5, dtype=torch.long)
+    if padded:
+        mask[1, :2] = 0
+    out = create_causal_mask(config=cfg, inputs_embeds=torch.zeros(2, 5, 8), attention_mask=mask,
+                             cache=None, position_ids=torch.arange(5).expand(2, 5))
+    return "None" if out is None else str(out.dtype)
+
+
+INFO = {
+    "version": version,
+    "lines": lambda: str(len(Path(module().__file__).read_text(encoding="utf-8").splitlines())),
+    "package_lines": lambda: f"{package_lines():,}",
+    "attention_kernels": lambda: ", ".join(f"`{k}`" for k in attention_kernels()),
+    "default_attention": lambda: f"`{default_attention()}`",
+    "mask_sdpa": lambda: f"`{mask_dtype('sdpa')}`",
+    "mask_sdpa_unpadded": lambda: f"`{mask_dtype('sdpa', padded=False)}`",
+    "mask_eager": lambda: f"`{mask_dtype('eager')}`",
+}
+
+
 def info(key: str) -> str:
-    """Inline facts about the installed file: `version` or `lines` (its length)."""
-    if key == "version":
-        return version()
-    if key == "lines":
-        return str(len(Path(module().__file__).read_text(encoding="utf-8").splitlines()))
-    raise PluginError(f"hf_info: unknown key {key!r}; known: version, lines")
+    """Inline facts about the installed package: see INFO for the keys."""
+    if key not in INFO:
+        raise PluginError(f"hf_info: unknown key {key!r}; known: {', '.join(INFO)}")
+    return INFO[key]()
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:

@@ -15,8 +15,8 @@ import os
 
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_parameters
-from backend.reference.llama_compare import ATTENTION_TOLERANCE, LOGIT_TOLERANCE, compare
-from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.reference.llama_compare import ATTENTION_TOLERANCE, LOGIT_TOLERANCE, LOSS_TOLERANCE, compare
+from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,6 +24,19 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 MAX_PARAMS = 1_000_000  # two float32 copies and a 64-token batch: about a second on one CPU core
 FLOOR = 1e-10  # where an exact 0 is drawn on the log axis
+WIDTHS = range(16, 257, 16)  # the width slider's values
+HEADS = range(1, 17)  # the query-head slider's values
+
+
+def head_counts(d: int) -> tuple[int, ...]:
+    """Query-head counts the width d allows: h divides d and d / h is even (RoPE rotates pairs)."""
+    return tuple(h for h in HEADS if d % h == 0 and (d // h) % 2 == 0)
+
+
+def kv_counts(h: int) -> tuple[int, ...]:
+    """Key/value-head counts h query heads allow: the divisors of h."""
+    return tuple(k for k in HEADS if h % k == 0)
+
 
 SPEC = WidgetSpec(
     name="parity",
@@ -34,9 +47,14 @@ SPEC = WidgetSpec(
         Param("n_layers", "layers L", "int", default=2, min=1, max=4, step=1),
         Param("d_model", "width d_model", "int", default=64, min=16, max=256, step=16),
         Param("n_heads", "query heads h", "int", default=8, min=1, max=16, step=1,
-              help="Must divide d_model, and d_model / h must be even (RoPE rotates pairs)."),
+              help="Must divide d_model, and d_model / h must be even (RoPE rotates pairs).",
+              depends=(Depends("d_model", {d: {"allowed": head_counts(d),
+                                               "note": "h must divide it and d_model / h must be even"}
+                                           for d in WIDTHS}),)),
         Param("n_kv", "key/value heads", "int", default=2, min=1, max=16, step=1,
-              help="Must divide the number of query heads (1 = multi-query attention)."),
+              help="Must divide the number of query heads (1 = multi-query attention).",
+              depends=(Depends("n_heads", {h: {"allowed": kv_counts(h), "note": "it must divide them"}
+                                           for h in HEADS}),)),
         Param("d_ff", "MLP width d_ff", "int", default=172, min=8, max=1024, step=4),
         Param("vocab", "vocabulary |Σ|", "int", default=512, min=16, max=4096, step=16),
         Param("rope_theta", "RoPE base θ", "float", default=10000.0, min=100.0, max=1_000_000.0,
@@ -46,11 +64,11 @@ SPEC = WidgetSpec(
         Param("seed", "seed (weights and tokens)", "int", default=0, min=0, max=999, step=1),
     ),
     outputs=(
-        Output("max_abs_logit_diff", "largest |Δ logit|", ".2e"),
-        Output("max_abs_attention_diff", "largest |Δ attention weight|", ".2e"),
-        Output("cached_vs_uncached_diff", "largest |Δ logit|, book cached vs Llama full", ".2e"),
-        Output("max_abs_padded_logit_diff", "largest |Δ logit|, left-padded batch", ".2e"),
-        Output("abs_loss_diff", "|Δ loss|", ".2e"),
+        Output("max_abs_logit_diff", "largest |Δ logit|", ".1e"),
+        Output("max_abs_attention_diff", "largest |Δ attention weight|", ".1e"),
+        Output("cached_vs_uncached_diff", "largest |Δ logit|, book cached vs Llama full", ".1e"),
+        Output("max_abs_padded_logit_diff", "largest |Δ logit|, left-padded batch", ".1e"),
+        Output("abs_loss_diff", "|Δ loss|", ".1e"),
     ),
     bake=({"n_kv": 8}, {"n_kv": 1}, {"tied": True}, {"seq_len": 64}),
     cost_hint="heavy",
@@ -78,7 +96,7 @@ def config_of(params: dict) -> ModelConfig:
     if n > MAX_PARAMS:
         raise ParamError(
             f"this model has {n:,} parameters; the live check allows at most {MAX_PARAMS:,}: lower "
-            f"'{LABELS['vocab']}', '{LABELS['d_model']}', '{LABELS['d_ff']}' or '{LABELS['n_layers']}'",
+            f"'{LABELS['vocab']}', '{LABELS['d_model']}', '{LABELS['d_ff']}', '{LABELS['n_kv']}' or '{LABELS['n_layers']}'",
             "vocab")
     return cfg
 
@@ -97,6 +115,7 @@ def compute(params: dict) -> dict:
         "loss": r.loss, "hf_loss": r.hf_loss,
         "n_params": r.n_params, "hf_n_params": r.hf_n_params,
         "logit_tolerance": LOGIT_TOLERANCE, "attention_tolerance": ATTENTION_TOLERANCE,
+        "loss_tolerance": LOSS_TOLERANCE, "max_params": MAX_PARAMS,
         "ok": r.ok, "transformers_version": transformers.__version__,
         "uniform_loss": math.log(cfg.vocab_size),
     }
@@ -104,8 +123,8 @@ def compute(params: dict) -> dict:
             ("attention weights", r.max_abs_attention_diff, ATTENTION_TOLERANCE),
             ("cached decode", r.max_abs_cached_logit_diff, LOGIT_TOLERANCE),
             ("left-padded", r.max_abs_padded_logit_diff, LOGIT_TOLERANCE),
-            ("loss", r.abs_loss_diff, LOGIT_TOLERANCE)]
-    names = [b[0] for b in bars]
+            ("loss", r.abs_loss_diff, LOSS_TOLERANCE)]
+    names = [b[0].replace(" ", "<br>") for b in bars]  # two short lines: no rotated labels on a phone
     fig = {
         "data": [
             {"type": "bar", "x": names, "y": [max(b[1], FLOOR) for b in bars], "name": "measured",
@@ -125,10 +144,12 @@ def compute(params: dict) -> dict:
             "yaxis": {"type": "log", "range": [-10.5, -3], "title": {"text": "largest |difference|"},
                       "exponentformat": "power"},
             "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
-            "legend": {"orientation": "h", "y": -0.2},
+            "xaxis": {"tickangle": 0},
+            "legend": {"orientation": "h", "y": -0.25},
         },
-        "narrow": {"margin": {"l": 55, "r": 8}, "title": {"font": {"size": 12}},
-                   "xaxis": {"tickangle": -30}},
+        "narrow": {"margin": {"l": 55, "r": 8, "b": 80}, "title": {"font": {"size": 12}},
+                   "xaxis": {"tickangle": 0, "tickfont": {"size": 10}},
+                   "legend": {"orientation": "h", "y": -0.35}},
     }
     summary = (f"With the same {r.n_params:,} weights and {params['seq_len']} tokens, the largest logit "
                f"difference is {r.max_abs_logit_diff:.1e}, the largest attention-weight difference "

@@ -93,3 +93,91 @@ def test_bad_heads_refused_with_the_rule():
 
     with pytest.raises(ParamError, match="must divide"):
         values(n_heads=8, n_kv=3)
+
+
+@pytest.mark.parametrize("move", [{"d_model": 256, "n_layers": 4},
+                                  {"d_model": 256, "n_heads": 16, "n_kv": 16},
+                                  {"d_model": 256, "vocab": 4096}])
+def test_the_parameter_cap_refuses_what_the_text_says(move):
+    """'at the widest setting four layers, sixteen query and sixteen key/value heads, or the
+    largest vocabulary are refused, with the count and the controls to lower'."""
+    from backend.widgets.spec import ParamError
+
+    assert PARITY.SPEC.params[[p.name for p in PARITY.SPEC.params].index("vocab")].max == 4096
+    with pytest.raises(ParamError, match=f"{PARITY.MAX_PARAMS:,}"):
+        values(**move)
+    PARITY.config_of(PARITY.SPEC.resolve({"d_model": 256}))  # the width alone passes
+
+
+def test_head_sliders_follow_the_rules():
+    """'query heads must divide the width and leave an even head width; key/value heads must
+    divide the query heads; any other value is refused with the rule it breaks'."""
+    from backend.widgets.spec import ParamError
+
+    for d in range(16, 257, 16):
+        for h in range(1, 17):
+            ok = d % h == 0 and (d // h) % 2 == 0
+            assert (h in PARITY.head_counts(d)) == ok
+    with pytest.raises(ParamError, match="even"):
+        PARITY.SPEC.resolve({"d_model": 48, "n_heads": 16})
+    with pytest.raises(ParamError, match="query heads h"):
+        PARITY.SPEC.resolve({"n_heads": 8, "n_kv": 3})
+
+
+def test_mask_is_additive_for_eager_only_and_default_kernel_is_not_eager():
+    """'create_causal_mask ... additive for eager, boolean for SDPA, None when nothing is padded';
+    'a model built from a bare LlamaConfig reports sdpa'; the registry has no 'eager' entry of its
+    own: get_interface falls back to eager_attention_forward."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "widgets"))
+    import hf_source
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+    from transformers.models.llama import modeling_llama as ml
+
+    assert hf_source.mask_dtype("eager") == "torch.float32"
+    assert hf_source.mask_dtype("sdpa") == "torch.bool"
+    assert hf_source.mask_dtype("sdpa", padded=False) == "None"
+    assert hf_source.default_attention() != "eager"
+    kernels = hf_source.attention_kernels()
+    assert "eager" not in kernels and {"sdpa", "flex_attention"} <= set(kernels)
+    assert ALL_ATTENTION_FUNCTIONS.get_interface("eager", ml.eager_attention_forward) \
+        is ml.eager_attention_forward
+
+
+def test_position_ids_given_as_generate_would_and_leaving_them_out_changes_only_rounding():
+    """'The check passes Llama those same positions ... Leaving them out would change only rounding
+    here: RoPE makes each score depend on the difference of two positions'. The positions really
+    differ (the shift is not zero), yet the real tokens' logits agree within tolerance either way."""
+    from backend.reference.config import ModelConfig
+    from backend.reference.llama_compare import build_pair, left_pad_mask
+    from backend.reference.model import positions_from_mask
+
+    cfg = ModelConfig(vocab_size=64, d_model=32, n_layers=1, n_heads=4, n_kv_heads=2, d_ff=64,
+                      max_seq_len=12)
+    ours, theirs = build_pair(cfg, 0)
+    mask = left_pad_mask(2, 12)
+    ids = torch.randint(0, 64, (2, 12), generator=torch.Generator().manual_seed(0))
+    real = mask.bool()
+    with torch.no_grad():
+        a = ours(ids, attention_mask=mask).logits
+        wrong = theirs(input_ids=ids, attention_mask=mask).logits
+        right = theirs(input_ids=ids, attention_mask=mask,
+                       position_ids=positions_from_mask(mask, 12)).logits
+    assert (positions_from_mask(mask, 12) != torch.arange(12)).any()
+    assert (a - right).abs()[real].max() <= LOGIT_TOLERANCE
+    assert (a - wrong).abs()[real].max() <= LOGIT_TOLERANCE
+
+
+def test_rmsnorm_bf16_mean_error_does_not_grow_with_width():
+    """'PyTorch already accumulates a bfloat16 mean at higher precision internally, so its error is
+    about the same for a short row as for a long one'."""
+    errs = []
+    for width in (16, 4096, 65536):
+        torch.manual_seed(0)
+        x = torch.randn(64, width).pow(2)
+        truth = x.double().mean(-1)
+        got = x.to(torch.bfloat16).mean(-1).double()
+        errs.append(((got - truth).abs() / truth).max().item())
+    assert max(errs) < 2 * min(errs) and max(errs) < 2 ** -7

@@ -58,3 +58,10 @@ def test_nothing_of_hugging_face_pasted_into_the_repository():
         text = path.read_text(encoding="utf-8")
         pasted = [line for line in lines if line in text]
         assert not pasted, f"{path.relative_to(ROOT)} contains Hugging Face code: {pasted[:2]}"
+
+
+def test_every_info_key_renders_from_the_installed_package():
+    for key in hf_source.INFO:
+        out = hf_source.info(key)
+        assert out and "{{" not in out
+    assert hf_source.package_lines() > int(hf_source.info("lines"))  # the package holds the file
