@@ -87,8 +87,13 @@ def test_preset_fills_fields_and_forbids_contradictions(client):
     assert post(client, preset="llama-2-70b", n_layers=80)["values"]["total_params"] == PUBLISHED["llama-2-70b"]
     msg = error(client, preset="llama-2-13b", n_layers=10)
     assert "'layers L' must be from 40 to 40" in msg and "custom" in msg
-    msg = error(client, preset="llama-3.2-1b", tied=False)
-    assert "tie the LM head" in msg
+    # the checkbox has no slider for the page to move: under a preset it is ignored, not refused
+    for preset, ties in (("llama-3.2-1b", True), ("book", True), ("llama-2-7b", False)):
+        for sent in (True, False):
+            body = post(client, preset=preset, tied=sent)
+            assert body["values"]["tied"] is ties and body["params"]["tied"] is ties
+            assert "ignored" in body["notice"]
+    assert "notice" not in post(client, preset="custom")
     # custom starts from the fields it is given
     assert post(client, preset="custom", n_layers=64)["values"]["total_params"] != PUBLISHED["llama-2-7b"]
 

@@ -78,7 +78,7 @@ def test_continuation_is_seeded_and_bounded(client):
 
 
 @pytest.mark.parametrize("params, text", [
-    (dict(temperature=0), "'temperature T' must be from 0.1 to 3"),
+    (dict(temperature=0), "'temperature τ' must be from 0.1 to 3"),
     (dict(top_p=0), "'top-p (1 = off)' must be from 0.05 to 1"),
     (dict(top_k=-1), "'top-k (0 = off)' must be from 0 to 200"),
     (dict(prompt="x," * 100), "'prompt' is 202 tokens long; the limit is 64"),
