@@ -59,6 +59,7 @@ def positions_from_mask(attention_mask: torch.Tensor, t_new: int) -> torch.Tenso
 
 
 class DecoderLM(nn.Module):
+    # --8<-- [start:lm_init]
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
@@ -69,6 +70,7 @@ class DecoderLM(nn.Module):
         self.apply(self._init_weights)
         if config.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight  # one (V, d) matrix, read in both directions
+    # --8<-- [end:lm_init]
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:

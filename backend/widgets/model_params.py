@@ -4,10 +4,12 @@ The count is the reference model itself (`backend.reference.model.DecoderLM`), b
 meta device by `backend.reference.counting.count_parameters`: shapes, no storage, so a 70B
 model costs nothing to count and the count cannot drift from the code.
 
-Preset and fields never contradict each other. A preset fixes every field to its published
-value (each field's range shrinks to that one value, so the page moves the sliders there and
-holds them); the request may omit the fields and they are filled in from the preset. In
-``custom`` (where the page starts, at Llama-2-7B's values) every slider is free, and a preset
+Preset and fields never contradict each other. A preset fixes every numeric field to its
+published value (each field's range shrinks to that one value, so the page moves the sliders
+there and holds them); the request may omit the fields and they are filled in from the preset.
+The ``tied`` checkbox has no slider for the page to move, so under a preset it is declared
+disabled and the preset's own value replaces whatever the request sent (a notice says so). In
+``custom`` (where the page starts, at Llama-2-7B's values) every field is free, and a preset
 chosen later moves them all at once.
 """
 
@@ -47,8 +49,8 @@ def _locks(param: str) -> tuple[Depends, ...]:
     for name, cfg in CHOICES.items():
         v = getattr(cfg, field)
         note = f"preset {name} has {v}; choose custom to edit"
-        cases[name] = ({"allowed": [v], "note": note} if isinstance(v, bool)
-                       else {"min": v, "max": v, "note": note})
+        cases[name] = ({"disabled": True, "note": f"preset {name} sets it; choose custom to edit"}
+                       if isinstance(v, bool) else {"min": v, "max": v, "note": note})
     return (Depends("preset", cases),)
 
 
@@ -60,7 +62,8 @@ class PresetSpec(WidgetSpec):
             preset = body.get("preset", CUSTOM)
             if isinstance(preset, str) and preset in CHOICES:
                 cfg = CHOICES[preset]
-                body = {**{p: getattr(cfg, f) for p, f in FIELDS.items()}, **body}
+                body = {**{p: getattr(cfg, f) for p, f in FIELDS.items()}, **body,
+                        "tied": cfg.tie_embeddings}  # disabled under a preset: the preset decides
         return super().resolve(body)
 
 
@@ -130,6 +133,19 @@ def logits_shapes(cfg: ModelConfig, n_tokens: int = LOGIT_TOKENS) -> tuple[tuple
     return tuple(model(ids).logits.shape), tuple(model(ids, logits_to_keep=1).logits.shape)
 
 
+def human(n: int) -> str:
+    """A parameter count in the unit that reads best: 6.74B, 1.31M, 900K."""
+    for unit, size in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}" if n < 100 * size else f"{n / size:,.0f}{unit}"
+    return f"{n:,}"
+
+
+def kv_cache_bytes_per_token(cfg: ModelConfig, bytes_per_value: int = 2) -> int:
+    """Keys and values cached per token, all layers, in 16-bit floats: 2 * L * n_kv * d_head."""
+    return 2 * cfg.n_layers * cfg.n_kv_heads * cfg.d_head * bytes_per_value
+
+
 def _total(preset: str) -> int:
     return count_parameters(CHOICES[preset]).total
 
@@ -156,13 +172,20 @@ def compute(params: dict) -> dict:
         "ratio_13b_over_7b": _total("llama-2-13b") / _total("llama-2-7b"),
         "ratio_70b_over_13b": _total("llama-2-70b") / _total("llama-2-13b"),
         "d_head": cfg.d_head, "tied": cfg.tie_embeddings, "preset": name,
+        "n_layers": cfg.n_layers, "d_model": cfg.d_model, "n_heads": cfg.n_heads,
+        "n_kv": cfg.n_kv_heads, "d_ff": cfg.d_ff, "vocab": cfg.vocab_size,
+        "kv_cache_bytes_per_token": kv_cache_bytes_per_token(cfg),
+        "kv_cache_bytes_per_token_mha": kv_cache_bytes_per_token(cfg.replace(n_kv_heads=cfg.n_heads)),
+        "kv_group": cfg.n_heads // cfg.n_kv_heads,
+        "ratio_over_7b": c.total / _total("llama-2-7b"),
     }
     values["approx_error"] = (values["approx_12d2"] - c.total) / c.total  # < 0: the rule is short
     values["approx_off"] = abs(values["approx_error"])
     parts = [("embedding", c.embedding, SERIES[0]), ("attention", c.attention, SERIES[1]),
              ("MLP", c.mlp, SERIES[2]), ("norms", c.norms, COLORS["guide"]),
              ("LM head", c.lm_head, SERIES[4])]
-    same = [n for n, pc in CHOICES.items() if pc.replace(max_seq_len=LOGIT_TOKENS) == cfg]
+    same = [n for n, pc in CHOICES.items()  # the fields the widget shows, not e.g. rope_theta
+            if all(getattr(pc, f) == getattr(cfg, f) for f in FIELDS.values())]
     label = name if name != CUSTOM else ("custom (as " + same[0] + ")" if same else "custom config")
     fig = {
         "data": [{
@@ -172,15 +195,20 @@ def compute(params: dict) -> dict:
             "hovertemplate": "%{y}: %{x:,.1f}M parameters<extra></extra>",
         }],
         "layout": {
-            "title": {"text": f"{label}: {c.total / 1e9:.3f}B parameters"
+            "title": {"text": f"{label}: {human(c.total)} parameters"
                               + (" (head tied)" if cfg.tie_embeddings else "")},
             "xaxis": {"title": {"text": "parameters (millions)"}, "rangemode": "tozero"},
-            "yaxis": {"autorange": "reversed"},
+            "yaxis": {"autorange": "reversed", "automargin": True},
             "margin": {"l": 90, "r": 20, "t": 50, "b": 50},
             "showlegend": False,
         },
-        "narrow": {"margin": {"l": 75, "r": 10}, "title": {"font": {"size": 13}}},
+        # under 560 px the runtime sets margin.l to 45: automargin widens it to fit "embedding"
+        "narrow": {"yaxis": {"automargin": True, "tickfont": {"size": 11}},
+                   "title": {"font": {"size": 13}}},
     }
+    notice = (f"Preset {name} {'ties' if cfg.tie_embeddings else 'does not tie'} its LM head to "
+              "the embedding; the greyed-out checkbox is ignored until you choose custom."
+              if name != CUSTOM else "")
     summary = (f"{label} has {c.total:,} parameters; {in_blocks / c.total:.1%} sit in its "
                f"{cfg.n_layers} blocks ({c.per_layer:,} each), {c.embedding / c.total:.1%} in the "
                f"embedding and {c.lm_head / c.total:.1%} in a separate LM head.")
@@ -190,4 +218,7 @@ def compute(params: dict) -> dict:
         "rows": [[p[0], f"{p[1]:,}", f"{p[1] / c.total:.2%}"] for p in parts]
                 + [["total", f"{c.total:,}", "100%"]],
     }
-    return {"values": values, "figure": fig, "summary": summary, "table": table}
+    out = {"values": values, "figure": fig, "summary": summary, "table": table}
+    if notice:
+        out["notice"] = notice
+    return out

@@ -18,7 +18,7 @@ import torch
 
 from backend.reference.generate import generate
 from backend.reference.model import IGNORE_INDEX, next_token_loss
-from backend.reference.sampling import next_token_probs
+from backend.reference.sampling import apply_temperature, next_token_probs, top_k_filter, top_p_filter
 from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS
 
@@ -36,8 +36,9 @@ SPEC = WidgetSpec(
     params=(
         Param("prompt", "prompt", "text", default=PROMPT, max_length=MAX_CHARS,
               help=f"Any English text; at most {MAX_TOKENS} tokens after tokenization."),
-        Param("temperature", "temperature T", "float", default=1.0, min=0.1, max=3.0, step=0.05,
-              help="Logits are divided by T before the softmax: T < 1 sharpens, T > 1 flattens."),
+        Param("temperature", "temperature τ", "float", default=1.0, min=0.1, max=3.0, step=0.05,
+              help="Logits are divided by τ before the softmax: τ < 1 sharpens, τ > 1 flattens. "
+                   "Applied first, then top-k, then top-p."),
         Param("top_k", "top-k (0 = off)", "int", default=0, min=0, max=200, step=1,
               help="Keep only the k most likely tokens; 0 keeps them all."),
         Param("top_p", "top-p (1 = off)", "float", default=1.0, min=0.05, max=1.0, step=0.05,
@@ -49,8 +50,14 @@ SPEC = WidgetSpec(
         Output("top_token", "most likely next token", ""),
         Output("kept_tokens", "tokens that can be drawn", ",d"),
         Output("entropy", "entropy after the settings", ".3f", "nats"),
-        Output("entropy_raw", "entropy at T = 1, no cut", ".3f", "nats"),
+        Output("entropy_raw", "entropy at τ = 1, no cut", ".3f", "nats"),
         Output("continuation", "continuation", ""),
+        Output("n_prompt_tokens", "prompt tokens (BOS included)", "d"),
+        Output("loss_right", "loss, labels = input_ids", ".2f", "nats"),
+        Output("loss_off_by_two", "loss, labels shifted twice", ".2f", "nats"),
+        Output("loss_right_same", "loss, labels right, same positions", ".2f", "nats"),
+        Output("logits_bytes_full", "logits, every position", ",d", "bytes"),
+        Output("logits_bytes_last", "logits, logits_to_keep=1", ",d", "bytes"),
     ),
     bake=(
         {},
@@ -90,7 +97,19 @@ def encode(prompt: str) -> list[int]:
 
 def _entropy(p: torch.Tensor) -> float:
     nz = p[p > 0]
-    return float(-(nz * nz.log()).sum())
+    return max(0.0, float(-(nz * nz.log()).sum()))  # one token left: 0, not -0.000
+
+
+def kept_by_filters(logits: torch.Tensor, temperature: float, k: int | None, p: float | None) -> int:
+    """How many tokens the filters leave drawable (finite logits), in the order sampling applies
+    them. Counted on the logits, not on the probabilities: at a low temperature a float32 softmax
+    rounds the far tail to exactly 0, which is underflow, not a cut."""
+    x = apply_temperature(logits.float(), temperature)
+    if k is not None:
+        x = top_k_filter(x, k)
+    if p is not None:
+        x = top_p_filter(x, p)
+    return int(torch.isfinite(x).sum())
 
 
 @torch.no_grad()
@@ -107,10 +126,15 @@ def compute(params: dict) -> dict:
     raw = next_token_probs(last[:, -1], 1.0)[0]  # (V,)
     probs = next_token_probs(last[:, -1], temp, k, top_p)[0]  # (V,) after the settings
 
-    loss_right = loss_twice = None
+    loss_right = loss_twice = loss_same = None
     if T >= 3:  # labels = input_ids, shifted once inside; shifted again by hand = off by two
         twice = torch.cat((ids[:, 1:], torch.full((1, 1), IGNORE_INDEX)), dim=1)
         loss_right, loss_twice = float(next_token_loss(full, ids)), float(next_token_loss(full, twice))
+        # the off-by-two scores one position fewer (its last label is padding); the right labels
+        # on exactly those positions compare like with like
+        same = ids.clone()
+        same[:, -1] = IGNORE_INDEX
+        loss_same = float(next_token_loss(full, same))
 
     gen = torch.Generator().manual_seed(params["seed"])
     out = generate(model, ids, NEW_TOKENS, temperature=temp, top_k=k, top_p=top_p, generator=gen)
@@ -119,7 +143,7 @@ def compute(params: dict) -> dict:
     order = torch.argsort(raw, descending=True)[:SHOW]
     rows = [{"token": token_text(tok, int(i)), "id": int(i), "prob_raw": float(raw[i]),
              "prob": float(probs[i])} for i in order]
-    kept = int((probs > 0).sum())
+    kept = kept_by_filters(last[:, -1], temp, k, top_p)
     values = {
         "probs": rows, "top_token": rows[0]["token"], "kept_tokens": kept,
         "entropy": _entropy(probs), "entropy_raw": _entropy(raw),
@@ -128,12 +152,15 @@ def compute(params: dict) -> dict:
         "logits_shape_full": list(full.shape), "logits_shape_last": list(last.shape),
         "logits_bytes_full": full.nelement() * full.element_size(),
         "logits_bytes_last": last.nelement() * last.element_size(),
-        "loss_right": loss_right, "loss_off_by_two": loss_twice,
+        "loss_right": loss_right, "loss_off_by_two": loss_twice, "loss_right_same": loss_same,
+        "n_scored_right": T - 1, "n_scored_off_by_two": T - 2,
+        "underflow_tokens": kept - int((probs > 0).sum()),
+        "top_prob": rows[0]["prob_raw"],
     }
     labels = [r["token"].replace(" ", "␣") or "␣" for r in rows]
     fig = {
         "data": [
-            {"type": "bar", "name": "model (T = 1, no cut)", "x": labels,
+            {"type": "bar", "name": "model (τ = 1, no cut)", "x": labels,
              "y": [r["prob_raw"] for r in rows], "marker": {"color": COLORS["guide"]},
              "hovertemplate": "%{x}: %{y:.3f}<extra>model</extra>"},
             {"type": "bar", "name": "sampled from", "x": labels, "y": [r["prob"] for r in rows],
@@ -142,13 +169,18 @@ def compute(params: dict) -> dict:
         ],
         "layout": {
             "barmode": "group",
-            "title": {"text": f"Next token after the prompt: {kept:,} of {raw.numel():,} can be drawn"},
-            "xaxis": {"title": {"text": f"the model's {SHOW} most likely tokens"}, "tickangle": -40},
-            "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero"},
+            "title": {"text": f"Next token: {kept:,} of {raw.numel():,} can be drawn"},
+            "xaxis": {"title": {"text": f"the model's {SHOW} most likely tokens", "standoff": 12},
+                      "tickangle": -40, "automargin": True},
+            "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero", "automargin": True},
             "legend": {"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"},
-            "margin": {"l": 60, "r": 20, "t": 70, "b": 90},
+            "margin": {"l": 60, "r": 20, "t": 80, "b": 90},
         },
-        "narrow": {"title": {"font": {"size": 12}}, "margin": {"l": 45, "r": 8}},
+        # phones: a smaller title, the legend on its own line below it, no x-axis title (the
+        # tick labels say what the bars are)
+        "narrow": {"title": {"font": {"size": 12}, "y": 0.98, "yanchor": "top"},
+                   "legend": {"font": {"size": 10}}, "xaxis": {"title": {"text": ""}},
+                   "margin": {"t": 90}},
     }
     summary = (f"The most likely next token is “{rows[0]['token']}” at {rows[0]['prob_raw']:.1%}. "
                f"With these settings {kept:,} tokens can be drawn (entropy {values['entropy']:.2f} "

@@ -52,3 +52,25 @@ def test_sampling_moves_live(page, server):
     move_slider(page, SA, "top_k", 7)
     page.wait_for_function(f"document.querySelector('{SA}').dataset.source === 'live'", timeout=30_000)
     wait_value(page, SA, "kept_tokens", "7")
+
+
+@pytest.mark.parametrize("preset, total", [("llama-3.2-1b", "1,235,814,400"), ("book", "1,311,872")])
+def test_tying_presets_go_live(page, server, preset, total):
+    """The tie checkbox has no slider to move: under a preset it greys out and the server uses
+    the preset's value, so the page gets a live result, not a 400."""
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{MP} .tw-plot .main-svg", timeout=20_000)
+    page.select_option(f"{MP} select[name=preset]", preset)
+    page.wait_for_function(f"document.querySelector('{MP}').dataset.source === 'live'", timeout=20_000)
+    wait_value(page, MP, "total_params", total)
+    assert page.is_disabled(f"{MP} input[type=checkbox][name=tied]")
+    assert not page.evaluate(f"document.querySelector('{MP}').classList.contains('tw-stale')")
+    assert "ties" in page.locator(f"{MP} .tw-notice").inner_text()
+
+
+def test_sampling_values_panel_has_the_off_by_two(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{SA} .tw-plot .main-svg", timeout=20_000)
+    for name in ("loss_right", "loss_off_by_two", "loss_right_same", "n_prompt_tokens",
+                 "logits_bytes_full", "logits_bytes_last"):
+        assert value_text(page, SA, name)

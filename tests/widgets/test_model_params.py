@@ -87,8 +87,13 @@ def test_preset_fills_fields_and_forbids_contradictions(client):
     assert post(client, preset="llama-2-70b", n_layers=80)["values"]["total_params"] == PUBLISHED["llama-2-70b"]
     msg = error(client, preset="llama-2-13b", n_layers=10)
     assert "'layers L' must be from 40 to 40" in msg and "custom" in msg
-    msg = error(client, preset="llama-3.2-1b", tied=False)
-    assert "tie the LM head" in msg
+    # the checkbox has no slider for the page to move: under a preset it is ignored, not refused
+    for preset, ties in (("llama-3.2-1b", True), ("book", True), ("llama-2-7b", False)):
+        for sent in (True, False):
+            body = post(client, preset=preset, tied=sent)
+            assert body["values"]["tied"] is ties and body["params"]["tied"] is ties
+            assert "ignored" in body["notice"]
+    assert "notice" not in post(client, preset="custom")
     # custom starts from the fields it is given
     assert post(client, preset="custom", n_layers=64)["values"]["total_params"] != PUBLISHED["llama-2-7b"]
 
@@ -109,3 +114,14 @@ def test_result_has_summary_table_and_phone_layout(client):
     assert "8,030,261,248" in body["summary"]
     assert body["table"]["rows"][-1][1] == "8,030,261,248"
     assert "narrow" in body["figure"] and len(body["figure"]["data"][0]["x"]) == 5
+
+
+@pytest.mark.parametrize("params, title", [
+    (dict(preset="book"), "book: 1.31M parameters (head tied)"),
+    (dict(preset="llama-2-7b"), "llama-2-7b: 6.74B parameters"),
+    (dict(preset="custom", n_layers=1, d_model=64, n_heads=1, n_kv=1, d_ff=16, vocab=256), "custom config: 52.4K parameters"),  # 2*256*64 + (2*64 + 4*64*64 + 3*64*16) + 64 = 52,416
+    (dict(preset="custom", n_layers=32, d_model=4096, n_heads=32, n_kv=8, d_ff=14336, vocab=128256),
+     "custom (as llama-3-8b): 8.03B parameters"),
+])
+def test_title_units_and_custom_label(client, params, title):
+    assert post(client, **params)["figure"]["layout"]["title"]["text"] == title

@@ -78,7 +78,7 @@ def test_continuation_is_seeded_and_bounded(client):
 
 
 @pytest.mark.parametrize("params, text", [
-    (dict(temperature=0), "'temperature T' must be from 0.1 to 3"),
+    (dict(temperature=0), "'temperature τ' must be from 0.1 to 3"),
     (dict(top_p=0), "'top-p (1 = off)' must be from 0.05 to 1"),
     (dict(top_k=-1), "'top-k (0 = off)' must be from 0 to 200"),
     (dict(prompt="x," * 100), "'prompt' is 202 tokens long; the limit is 64"),
@@ -92,3 +92,14 @@ def test_clear_400s(client, params, text):
 def test_result_has_summary_and_table(client):
     body = post(client)
     assert body["summary"] and len(body["table"]["rows"]) == 15 and "narrow" in body["figure"]
+
+
+def test_values_panel_shows_the_losses_and_byte_counts(client):
+    """The chapter sends the reader to this widget's values for the off-by-two and logits sizes."""
+    from backend.widgets import REGISTRY
+
+    shown = {o.name for o in REGISTRY["sampling"].SPEC.outputs}
+    assert {"loss_right", "loss_off_by_two", "loss_right_same", "n_prompt_tokens",
+            "logits_bytes_full", "logits_bytes_last"} <= shown
+    v = client.post("/api/widgets/sampling", json={"prompt": "The city is the capital of"}).get_json()["values"]
+    assert v["logits_bytes_full"] == v["n_prompt_tokens"] * v["logits_bytes_last"] == v["n_prompt_tokens"] * 4096 * 4
