@@ -172,4 +172,6 @@ def test_same_seed_same_numbers_and_work_is_bounded():
         assert module.n_pairs_for(d_k) * d_k <= max(module.VARIANCE_ELEMENTS, 1000 * d_k)
         for n_pos in (2, 512):
             s, q = module.queries_for(d_k, n_pos)
-            assert s * q * n_pos * d_k <= max(module.SCORE_FLOPS, 64 * n_pos * d_k)
+            assert s * q * n_pos * d_k <= max(module.SCORE_FLOPS, module.MIN_QUERIES * n_pos * d_k)
+            assert s * n_pos * d_k <= max(module.KEY_ELEMENTS, n_pos * d_k)
+            assert s * q >= module.MIN_QUERIES
