@@ -118,7 +118,11 @@ def even_row_gradient(n_positions: int) -> float:
 def softmax_stats(scores: torch.Tensor) -> SoftmaxStats:
     """Summarise softmax(scores) along the last dim; scores: (..., n_positions)."""
     # float64: a saturated row's gradient is ~(1 - p_max)^2, below float32's resolution.
-    p = torch.softmax(scores.double(), dim=-1)
+    return weight_stats(torch.softmax(scores.double(), dim=-1))
+
+
+def weight_stats(p: torch.Tensor) -> SoftmaxStats:
+    """The same summary, of rows of softmax weights p: (..., n_positions), float64."""
     n = p.shape[-1]
     # p * log p is 0 in the limit p -> 0; xlogy gets that limit right where p underflows.
     entropy = -torch.special.xlogy(p, p).sum(dim=-1)

@@ -52,6 +52,7 @@ SPEC = WidgetSpec(
         Output("n_pairs", "pairs drawn for the variance", ",d"),
         Output("n_queries", "queries drawn for the softmax", ",d"),
         Output("n_key_sets", "key sets they are spread over", ",d"),
+        Output("n_query_rows", "of them, rows measured at the query", ",d"),
     ),
     # Baked for readers without the API: every power-of-two head size, and a sweep of context
     # lengths at the default head size. The page snaps to the nearest of these when offline.
@@ -65,6 +66,7 @@ MAX_PAIRS = 10_000
 SCORE_FLOPS = 16_000_000      # n_sequences * n_queries * n_positions * d_k
 MIN_QUERIES = 256             # the floor where the budget runs out (big heads, long rows)
 KEY_ELEMENTS = 4_194_304      # n_sequences * n_positions * d_k: 8 key sets at 1024 x 512
+QUERY_ROWS = 4096            # rows whose gradient at the query is measured (at most: all of them)
 CURVE_DIMS = tuple(2 ** i for i in range(11))  # 1 .. 1024
 TOP_RANKS = 16                # ranks drawn one by one; the rest are summed into one bar
 HANDOUT_DIMS = (4, 64, 512)   # handout 003's experiment: NumPy default_rng(0), 100,000 pairs
@@ -85,6 +87,8 @@ def queries_for(d_k: int, n_positions: int) -> tuple[int, int]:
     per_query = n_positions * d_k
     total = max(MIN_QUERIES, min(4096, SCORE_FLOPS // per_query))
     n_sequences = max(1, min(32, total // 8, KEY_ELEMENTS // per_query))
+    if total == MIN_QUERIES:  # at the floor, round up: never fewer than MIN_QUERIES
+        return n_sequences, -(-total // n_sequences)
     return n_sequences, max(1, total // n_sequences)
 
 
@@ -130,14 +134,16 @@ def compute(params: dict) -> dict:
 
     n_seq, n_q = queries_for(d_k, n_pos)
     q, k = scaling.random_queries_and_keys(d_k, n_pos, n_seq, n_q, g, dev)
-    scores = q @ k.transpose(-2, -1)                                  # (S, Q, T)
-    raw = scaling.softmax_stats(scores)
-    cooled = scaling.softmax_stats(scores / math.sqrt(d_k))
-    # One step further back: the gradient each row sends to its query (and so to W_Q).
-    keys = k.double()
-    at_q = (scaling.query_gradient(torch.softmax(scores.double(), -1), keys, 1.0)
-            / scaling.query_gradient(torch.softmax(scores.double() / math.sqrt(d_k), -1), keys,
-                                     1 / math.sqrt(d_k)))
+    scores = (q @ k.transpose(-2, -1)).double()                       # (S, Q, T)
+    p_raw = torch.softmax(scores, dim=-1)
+    p_cooled = torch.softmax(scores / math.sqrt(d_k), dim=-1)
+    raw, cooled = scaling.weight_stats(p_raw), scaling.weight_stats(p_cooled)
+    # One step further back: the gradient each row sends to its query (and so to W_Q), on the
+    # first QUERY_ROWS queries (spread over every key set), to keep the request's work small.
+    per_set = -(-QUERY_ROWS // n_seq)
+    keys, sub = k.double(), slice(0, per_set)
+    at_q = (scaling.query_gradient(p_raw[:, sub], keys, 1.0)
+            / scaling.query_gradient(p_cooled[:, sub], keys, 1 / math.sqrt(d_k)))
 
     values = {
         "var_unscaled": var_unscaled,
@@ -162,6 +168,7 @@ def compute(params: dict) -> dict:
         "n_pairs": n_pairs,
         "n_queries": n_seq * n_q,
         "n_key_sets": n_seq,
+        "n_query_rows": at_q.numel(),
         **handout_000_values(),
         **handout_values(),
     }
