@@ -387,3 +387,11 @@ def test_the_bigger_the_head_the_more_rows_send_the_query_almost_nothing(n_posit
         assert v(b, n_positions)[key] >= v(a, n_positions)[key] - slack(
             v(a, n_positions), v(b, n_positions), key)
     assert v(1024, n_positions)[key] > v(16, n_positions)[key] + 0.3
+
+
+def test_at_512_positions_a_share_is_known_to_a_few_points():
+    """"at 512 positions a share is known to a few percentage points": the binomial standard
+    error of a share near one half is between 1 and 5 points, and the column has the fewest."""
+    n = v(64, 512)["n_queries"]
+    assert 0.01 < math.sqrt(0.25 / n) < 0.05
+    assert n == min(v(64, t)["n_queries"] for t in POSITIONS)
