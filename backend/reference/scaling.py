@@ -118,7 +118,11 @@ def even_row_gradient(n_positions: int) -> float:
 def softmax_stats(scores: torch.Tensor) -> SoftmaxStats:
     """Summarise softmax(scores) along the last dim; scores: (..., n_positions)."""
     # float64: a saturated row's gradient is ~(1 - p_max)^2, below float32's resolution.
-    p = torch.softmax(scores.double(), dim=-1)
+    return weight_stats(torch.softmax(scores.double(), dim=-1))
+
+
+def weight_stats(p: torch.Tensor) -> SoftmaxStats:
+    """The same summary, of rows of softmax weights p: (..., n_positions), float64."""
     n = p.shape[-1]
     # p * log p is 0 in the limit p -> 0; xlogy gets that limit right where p underflows.
     entropy = -torch.special.xlogy(p, p).sum(dim=-1)
@@ -134,13 +138,61 @@ def softmax_stats(scores: torch.Tensor) -> SoftmaxStats:
     )
 
 
-def random_scores(d_k: int, n_positions: int, n_sequences: int, n_queries: int,
-                  generator: torch.Generator, device: str = "cpu") -> torch.Tensor:
-    """Unscaled q . k scores: each of n_sequences draws its own keys, queried n_queries times."""
+def random_queries_and_keys(d_k: int, n_positions: int, n_sequences: int, n_queries: int,
+                            generator: torch.Generator, device: str = "cpu"):
+    """Each of n_sequences key sets is drawn once and queried n_queries times."""
     q = torch.randn(n_sequences, n_queries, d_k, generator=generator, device=device)    # (S, Q, d_k)
     k = torch.randn(n_sequences, n_positions, d_k, generator=generator, device=device)  # (S, T, d_k)
+    return q, k
+
+
+def random_scores(d_k: int, n_positions: int, n_sequences: int, n_queries: int,
+                  generator: torch.Generator, device: str = "cpu") -> torch.Tensor:
+    """Unscaled q . k scores of random_queries_and_keys' draw: (S, Q, T)."""
+    q, k = random_queries_and_keys(d_k, n_positions, n_sequences, n_queries, generator, device)
     return q @ k.transpose(-2, -1)                                                      # (S, Q, T)
 # --8<-- [end:softmax_stats]
+
+
+# --8<-- [start:query_gradient]
+def query_gradient(p: torch.Tensor, keys: torch.Tensor, scale: float) -> torch.Tensor:
+    """How much gradient reaches the query itself, for scores s = scale * K q:
+    dL/dq = scale * K^T J g. Root-mean-square over random unit-variance g, as in
+    score_gradient. p: (S, Q, T) weights, keys: (S, T, d_k) -> (S, Q)
+
+    |K^T J|_F^2 = sum_j p_j^2 |k_j - kbar|^2 with kbar = sum_i p_i k_i (column j of K^T J
+    is p_j (k_j - kbar)). The scale comes back in the backward pass: the scaled version pays
+    its 1/sqrt(d_k) a second time on the way from the scores to q (and so to W_Q).
+    """
+    top = p.argmax(dim=-1, keepdim=True)                                     # (S, Q, 1)
+    k_top = torch.gather(keys, -2, top.expand(-1, -1, keys.shape[-1]))      # (S, Q, d_k)
+    rest = p.scatter(-1, top, 0.0)                                           # p without its top
+    # kbar - k_top = sum_{i != top} p_i (k_i - k_top): summed without cancelling, because for
+    # a saturated row it is the top key's whole (tiny) contribution.
+    gap = rest @ keys - rest.sum(dim=-1, keepdim=True) * k_top              # (S, Q, d_k)
+    kbar = k_top + gap
+    dist2 = (keys.pow(2).sum(-1).unsqueeze(-2) - 2 * kbar @ keys.transpose(-2, -1)
+             + kbar.pow(2).sum(-1, keepdim=True)).clamp_min(0)              # |k_j - kbar|^2
+    dist2 = dist2.scatter(-1, top, gap.pow(2).sum(-1, keepdim=True))         # the top key exactly
+    return scale * (p.pow(2) * dist2).sum(dim=-1).sqrt()
+# --8<-- [end:query_gradient]
+
+
+# --8<-- [start:handout_000]
+def handout_000_draw(seed: int = 0) -> dict:
+    """Handout 000's box, with PyTorch's generator seeded: 10,000 pairs at d = 64 for the
+    variance, then (from the same stream) 8 keys and one query for the softmax over 8 positions."""
+    g = make_generator(seed)
+    var_unscaled, var_scaled = dot_product_variance(64, 10_000, g)
+    k = torch.randn(8, 64, generator=g)                                      # (8, 64)
+    q = torch.randn(64, generator=g)                                         # (64,)
+    out = {"var_unscaled": var_unscaled, "var_scaled": var_scaled}
+    for name, s in (("unscaled", k @ q), ("scaled", k @ q / math.sqrt(64))):
+        p = torch.softmax(s.double(), dim=-1)
+        out[f"max_prob_{name}"] = p.max().item()
+        out[f"entropy_{name}"] = -torch.special.xlogy(p, p).sum().item()
+    return out
+# --8<-- [end:handout_000]
 
 
 def uniform_entropy(n_positions: int) -> float:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+import torch
+
 from backend.device import device
 from backend.reference import scaling
 from backend.widgets.spec import Output, Param, WidgetSpec
@@ -22,7 +24,8 @@ SPEC = WidgetSpec(
     description="Variance of q·k and the softmax it feeds, with and without the 1/√d_k factor.",
     params=(
         Param("d_k", "head dim d_k", "int", default=64, min=1, max=1024, step=1, scale="log2",
-              help="Length of each query and key vector."),
+              help="Length of each query and key vector: the d_k of one head, not the model's "
+                   "width."),
         Param("n_positions", "positions", "int", default=8, min=2, max=512, step=1,
               scale="log2", help="How many keys one query's softmax spreads over."),
         Param("seed", "seed", "int", default=0, min=0, max=9999, step=1,
@@ -36,15 +39,20 @@ SPEC = WidgetSpec(
         Output("max_prob_scaled", "max weight, scaled", ".4f"),
         Output("entropy_unscaled", "entropy, unscaled", ".3f", "nats"),
         Output("entropy_scaled", "entropy, scaled", ".3f", "nats"),
-        Output("saturated_unscaled", "rows ≥ 99% on one key, unscaled", ".1%"),
-        Output("saturated_scaled", "rows ≥ 99% on one key, scaled", ".1%"),
+        Output("saturated_unscaled", "rows ≥ 99% on one key, unscaled", ".0%"),
+        Output("saturated_scaled", "rows ≥ 99% on one key, scaled", ".0%"),
         Output("grad_unscaled", "median score gradient ÷ even row's, unscaled", ".3g"),
         Output("grad_scaled", "median score gradient ÷ even row's, scaled", ".3g"),
-        Output("starved_unscaled", "rows < 1/10 of even row's gradient, unscaled", ".1%"),
-        Output("starved_scaled", "rows < 1/10 of even row's gradient, scaled", ".1%"),
+        Output("starved_unscaled", "rows < 1/10 of even row's gradient, unscaled", ".0%"),
+        Output("starved_scaled", "rows < 1/10 of even row's gradient, scaled", ".0%"),
+        Output("grad_q_ratio", "median gradient at the query, unscaled ÷ scaled", ".2g"),
+        Output("query_starved", "rows whose query gets < 1/10 of the scaled gradient, unscaled",
+               ".0%"),
         Output("entropy_uniform", "entropy of an even row", ".3f", "nats"),
         Output("n_pairs", "pairs drawn for the variance", ",d"),
         Output("n_queries", "queries drawn for the softmax", ",d"),
+        Output("n_key_sets", "key sets they are spread over", ",d"),
+        Output("n_query_rows", "of them, rows measured at the query", ",d"),
     ),
     # Baked for readers without the API: every power-of-two head size, and a sweep of context
     # lengths at the default head size. The page snaps to the nearest of these when offline.
@@ -56,6 +64,9 @@ SPEC = WidgetSpec(
 VARIANCE_ELEMENTS = 640_000   # d_k * n_pairs per operand: 10,000 pairs at d_k = 64
 MAX_PAIRS = 10_000
 SCORE_FLOPS = 16_000_000      # n_sequences * n_queries * n_positions * d_k
+MIN_QUERIES = 256             # the floor where the budget runs out (big heads, long rows)
+KEY_ELEMENTS = 4_194_304      # n_sequences * n_positions * d_k: 8 key sets at 1024 x 512
+QUERY_ROWS = 4096            # rows whose gradient at the query is measured (at most: all of them)
 CURVE_DIMS = tuple(2 ** i for i in range(11))  # 1 .. 1024
 TOP_RANKS = 16                # ranks drawn one by one; the rest are summed into one bar
 HANDOUT_DIMS = (4, 64, 512)   # handout 003's experiment: NumPy default_rng(0), 100,000 pairs
@@ -72,10 +83,12 @@ def curve_pairs_for(d_k: int) -> int:
 
 
 def queries_for(d_k: int, n_positions: int) -> tuple[int, int]:
-    """(n_sequences, n_queries): as many queries as the budget allows, at least 64 in all."""
+    """(n_sequences, n_queries): as many queries as the budget allows, at least MIN_QUERIES."""
     per_query = n_positions * d_k
-    total = max(64, min(4096, SCORE_FLOPS // per_query))
-    n_sequences = min(32, total // 8) or 1
+    total = max(MIN_QUERIES, min(4096, SCORE_FLOPS // per_query))
+    n_sequences = max(1, min(32, total // 8, KEY_ELEMENTS // per_query))
+    if total == MIN_QUERIES:  # at the floor, round up: never fewer than MIN_QUERIES
+        return n_sequences, -(-total // n_sequences)
     return n_sequences, max(1, total // n_sequences)
 
 
@@ -101,6 +114,16 @@ def handout_values() -> dict:
     return values
 
 
+@lru_cache(maxsize=1)
+def _handout_000() -> tuple:
+    return tuple(scaling.handout_000_draw(0).items())
+
+
+def handout_000_values() -> dict:
+    """Handout 000's box (seeded torch draw), reproduced: keys prefixed with handout000_."""
+    return {f"handout000_{k}": v for k, v in _handout_000()}
+
+
 def compute(params: dict) -> dict:
     d_k, n_pos, seed = params["d_k"], params["n_positions"], params["seed"]
     dev = device()
@@ -110,9 +133,17 @@ def compute(params: dict) -> dict:
     var_unscaled, var_scaled = scaling.dot_product_variance(d_k, n_pairs, g, dev)
 
     n_seq, n_q = queries_for(d_k, n_pos)
-    scores = scaling.random_scores(d_k, n_pos, n_seq, n_q, g, dev)  # (S, Q, T)
-    raw = scaling.softmax_stats(scores)
-    cooled = scaling.softmax_stats(scores / math.sqrt(d_k))
+    q, k = scaling.random_queries_and_keys(d_k, n_pos, n_seq, n_q, g, dev)
+    scores = (q @ k.transpose(-2, -1)).double()                       # (S, Q, T)
+    p_raw = torch.softmax(scores, dim=-1)
+    p_cooled = torch.softmax(scores / math.sqrt(d_k), dim=-1)
+    raw, cooled = scaling.weight_stats(p_raw), scaling.weight_stats(p_cooled)
+    # One step further back: the gradient each row sends to its query (and so to W_Q), on the
+    # first QUERY_ROWS queries (spread over every key set), to keep the request's work small.
+    per_set = -(-QUERY_ROWS // n_seq)
+    keys, sub = k.double(), slice(0, per_set)
+    at_q = (scaling.query_gradient(p_raw[:, sub], keys, 1.0)
+            / scaling.query_gradient(p_cooled[:, sub], keys, 1 / math.sqrt(d_k)))
 
     values = {
         "var_unscaled": var_unscaled,
@@ -128,10 +159,17 @@ def compute(params: dict) -> dict:
         "grad_scaled": cooled.gradient,
         "starved_unscaled": raw.starved,
         "starved_scaled": cooled.starved,
+        "grad_q_ratio": at_q.flatten().median().item(),
+        "query_starved": (at_q < scaling.STARVED).double().mean().item(),
+        "score_sd": math.sqrt(var_unscaled),
+        "sqrt_d_k": math.sqrt(d_k),
         "entropy_uniform": scaling.uniform_entropy(n_pos),
         "max_prob_uniform": 1 / n_pos,
         "n_pairs": n_pairs,
         "n_queries": n_seq * n_q,
+        "n_key_sets": n_seq,
+        "n_query_rows": at_q.numel(),
+        **handout_000_values(),
         **handout_values(),
     }
     tail = _tail(raw.sorted_probs), _tail(cooled.sorted_probs)
@@ -204,7 +242,9 @@ def _figure(d_k, n_pos, seed, values, raw, cooled, tail) -> dict:
         barmode="group",
         xaxis={"domain": [0, 0.45], "type": "log", "title": {"text": "head dim d_k"},
                "tickvals": list(CURVE_DIMS)},
-        yaxis={"type": "log", "title": {"text": "variance of the score"}},
+        # dtick 1: a label at each power of ten only (no stray "2" and "5" minor labels)
+        yaxis={"type": "log", "title": {"text": "variance of the score"}, "dtick": 1,
+               "automargin": True},
         xaxis2={"domain": [0.58, 1], "type": "category", "anchor": "y2", "automargin": True,
                 "title": {"text": rank_title}},
         yaxis2={"anchor": "x2", "range": [0, 1], "title": {"text": "mean softmax weight"}},
@@ -216,12 +256,17 @@ def _figure(d_k, n_pos, seed, values, raw, cooled, tail) -> dict:
         ],
     )
     # On a phone the two panels stack instead of sitting side by side.
+    # The legend goes below the bottom axis title (which the phone width can wrap), and the
+    # variance axis gets a short title so it stays clear of its tick labels.
     narrow = {
-        "height": 720,
-        "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.62, 1]},
-        "xaxis2": {"domain": [0, 1]},
+        "height": 800,
+        "margin": {"l": 60, "r": 10, "t": 40, "b": 170},
+        "xaxis": {"domain": [0, 1]},
+        "yaxis": {"domain": [0.62, 1], "title": {"text": "variance", "standoff": 6}},
+        "xaxis2": {"domain": [0, 1], "title": {"text": rank_title if n_pos <= TOP_RANKS else
+                                               f"rank; last bar: {cats[-1]} summed"}},
         "yaxis2": {"domain": [0, 0.38]},
-        "legend": {"y": -0.12},
+        "legend": {"y": -0.14, "yanchor": "top"},
         "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
                         {**layout["annotations"][1], "x": 0.5, "y": 0.43}],
     }

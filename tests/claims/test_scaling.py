@@ -93,6 +93,34 @@ def test_widget_digits_differ_from_the_handout_by_about_a_standard_error(d_k):
     assert abs(handout - d_k) < 4 * scaling.variance_standard_error(d_k, values["handout_pairs"])
 
 
+def test_the_default_draw_is_handout_000s_and_the_box_is_reproduced():
+    """"the very numbers handout 000 prints, because its box draws the same 10,000 pairs ...
+    seeded with 0, the widget's default seed"; the box's table "book computes" column."""
+    x = v()
+    if SEED == 0:
+        assert f"{x['var_unscaled']:.2f} {x['var_scaled']:.3f}" == "64.03 1.000"
+    assert (f"{x['handout000_var_unscaled']:.2f} {x['handout000_var_scaled']:.3f} "
+            f"{x['handout000_max_prob_unscaled']:.4f} {x['handout000_entropy_unscaled']:.3f} "
+            f"{x['handout000_max_prob_scaled']:.4f} {x['handout000_entropy_scaled']:.3f}"
+            ) == "64.03 1.000 0.9980 0.014 0.4125 1.708"
+
+
+def test_handout_000s_row_is_far_above_the_mean_largest_weight():
+    """Note: its largest weight "is far above the mean largest weight ... over the book's
+    queries" (and is one of the ordinary extreme rows: above 0.99)."""
+    x = v()
+    assert x["handout000_max_prob_unscaled"] > 0.99
+    assert x["handout000_max_prob_unscaled"] - x["max_prob_unscaled"] > 0.1
+
+
+def test_typical_score_at_head_512_is_about_23():
+    """"At head size 512 the typical score is about sqrt(512) ~ 23 away from zero; the
+    measured spread is ..." (within 4 standard errors; delta method SE(sd) = SE(var)/(2 sd))."""
+    x = v(512)
+    assert f"{x['sqrt_d_k']:.0f}" == "23"
+    assert abs(x["score_sd"] - x["sqrt_d_k"]) < 4 * x["var_standard_error"] / (2 * x["score_sd"])
+
+
 def test_handout_table_middle_column_is_the_handouts_printed_digits():
     x = v()
     assert [f"{x[f'handout_var_unscaled_{d}']:.1f} {x[f'handout_var_scaled_{d}']:.2f}"
@@ -224,8 +252,9 @@ def test_the_bigger_the_head_the_more_rows_starve_and_saturate(n_positions):
 def test_head_512_and_head_1024_sentences():
     """"at d_k = 1024 it is X of rows over 2 positions and still Y over 512"; "At head size 512
     and 8 positions ... the scaled column stays where it was at head size 64"."""
-    # "still": a large share (64 queries at this corner of the budget: +-6 points of noise)
+    # "still": a large share ("from only N queries over M key sets, the budget's floor")
     assert v(1024, 512)["starved_unscaled"] > 0.3
+    assert v(1024, 512)["n_queries"] == MODULE.MIN_QUERIES == min(v(d, t)["n_queries"] for d, t in GRID)
     assert v(1024, 2)["starved_unscaled"] > v(1024, 512)["starved_unscaled"]
     assert v(512)["starved_unscaled"] > v(64)["starved_unscaled"]
     assert v(512)["starved_scaled"] < 0.01 and v(64)["starved_scaled"] < 0.01
@@ -278,3 +307,91 @@ def test_scaled_weight_lies_mostly_past_rank_16_from_128_positions(d_k):
     for t in (128, 200, 256, 512):
         fig = run(d_k, t)["figure"]
         assert _trace(fig, "softmax(q·k/√d_k)")["y"][-1] > 0.5
+
+
+# --- One step further back: the query and W_Q ----------------------------------------------
+
+def _query_ratios(d_k, n_positions):
+    """Per row: |dL/dq| unscaled / scaled, on the widget's own draw."""
+    g = scaling.make_generator(SEED, device())
+    scaling.dot_product_variance(d_k, MODULE.n_pairs_for(d_k), g, device())
+    s, q = MODULE.queries_for(d_k, n_positions)
+    q, k = scaling.random_queries_and_keys(d_k, n_positions, s, q, g, device())
+    sub = slice(0, -(-MODULE.QUERY_ROWS // s))  # the rows the widget measures at the query
+    scores, keys = (q @ k.transpose(-2, -1)).double()[:, sub], k.double()
+    c = 1 / math.sqrt(d_k)
+    return (scaling.query_gradient(torch.softmax(scores, -1), keys, 1.0)
+            / scaling.query_gradient(torch.softmax(scores * c, -1), keys, c)).flatten().cpu()
+
+
+def test_at_the_default_the_typical_unscaled_row_sends_as_much_to_the_query_but_split():
+    """"the typical unscaled row sends as much gradient to W_Q as the scaled one, or more. The
+    median hides a split: X of the unscaled rows (the collapsed ones) send less than a tenth
+    ..., while most of the rest send more"; "at its scores the typical row gets less than a
+    quarter"."""
+    x = v()
+    assert x["grad_q_ratio"] >= 1 and x["grad_unscaled"] < 0.25
+    assert x["query_starved"] > 0.2
+    r = _query_ratios(64, 8)
+    assert r.median().item() == pytest.approx(x["grad_q_ratio"])
+    s, q = MODULE.queries_for(64, 8)
+    p = _rows(64, 8, False).reshape(s, q, 8)[:, :-(-MODULE.QUERY_ROWS // s)].reshape(-1, 8)
+    collapsed = p.max(-1).values >= 0.99
+    assert (r[collapsed] < scaling.STARVED).double().mean() > 0.5   # the starved ones: collapsed
+    assert (r[r < scaling.STARVED].shape[0] and
+            collapsed[r < scaling.STARVED].double().mean() > 0.8)
+    rest = r[r >= scaling.STARVED]
+    assert (rest > 1).double().mean() > 0.5
+
+
+def test_more_positions_raise_the_query_ratio_at_head_64():
+    ratios = [v(64, t)["grad_q_ratio"] for t in POSITIONS]
+    assert ratios == sorted(ratios)
+
+
+def test_a_bigger_head_lowers_the_query_ratio_over_8_positions():
+    """"over 8 positions it is at least 1 up to d_k = 64, and from d_k = 128 it is below one
+    half and falls with every doubling"; Summary: "from d_k = 128 (over 8 positions) the
+    typical row sends less too"."""
+    for d in D_KS:
+        if d <= 64:
+            assert v(d, 8)["grad_q_ratio"] >= 1 - 1e-12
+    big = [v(d, 8)["grad_q_ratio"] for d in D_KS if d >= 128]
+    assert max(big) < 0.5 and big == sorted(big, reverse=True)
+
+
+def test_over_512_positions_the_query_ratio_stays_above_one_up_to_512():
+    """"Over 512 positions the median is above 1 at every head size from 2 to 512" (at d_k = 1
+    the two versions are the same scores: exactly 1)."""
+    assert v(1, 512)["grad_q_ratio"] == pytest.approx(1, abs=1e-9)
+    for d in D_KS:
+        if 2 <= d <= 512:
+            assert v(d, 512)["grad_q_ratio"] > 1
+    for t in POSITIONS:
+        assert v(64, t)["n_query_rows"] == v(64, t)["n_queries"]
+
+
+def test_summary_head_64_from_8_positions_the_unscaled_query_gets_as_much():
+    """Summary: "at head size 64, over 8 positions or more, the typical unscaled row sends W_Q as
+    much gradient as the scaled one, or more"."""
+    for t in POSITIONS:
+        if t >= 8:
+            assert v(64, t)["grad_q_ratio"] >= 1
+
+
+@pytest.mark.parametrize("n_positions", POSITIONS)
+def test_the_bigger_the_head_the_more_rows_send_the_query_almost_nothing(n_positions):
+    """"at every number of positions, the bigger the head, the larger that share"."""
+    key = "query_starved"
+    for a, b in zip(D_KS, D_KS[1:]):
+        assert v(b, n_positions)[key] >= v(a, n_positions)[key] - slack(
+            v(a, n_positions), v(b, n_positions), key)
+    assert v(1024, n_positions)[key] > v(16, n_positions)[key] + 0.3
+
+
+def test_at_512_positions_a_share_is_known_to_a_few_points():
+    """"at 512 positions a share is known to a few percentage points": the binomial standard
+    error of a share near one half is between 1 and 5 points, and the column has the fewest."""
+    n = v(64, 512)["n_queries"]
+    assert 0.01 < math.sqrt(0.25 / n) < 0.05
+    assert n == min(v(64, t)["n_queries"] for t in POSITIONS)

@@ -106,3 +106,17 @@ def test_api_returns_summary_and_table(client):
     assert body["summary"] and body["table"]["rows"]
     r = client.post("/api/widgets/attention_scaling", json={"n_positions": 1})
     assert r.status_code == 400 and "from 2 to 512" in r.get_json()["error"]
+
+
+@pytest.mark.parametrize("n_positions", [8, 512])
+def test_phone_layout_keeps_titles_clear(n_positions):
+    """At 390 px (checked by screenshot when written): a label at each power of ten only on the
+    log axis (no stray minor "2"/"5"), a short variance title, the legend below the bottom
+    axis title with room in the margin, and a rank title that fits the width."""
+    fig = result(n_positions=n_positions)["figure"]
+    assert fig["layout"]["yaxis"]["dtick"] == 1 and fig["layout"]["yaxis"]["type"] == "log"
+    narrow = fig["narrow"]
+    assert len(narrow["yaxis"]["title"]["text"]) <= 10
+    assert narrow["legend"]["y"] <= -0.14 and narrow["legend"]["yanchor"] == "top"
+    assert narrow["margin"]["b"] >= 150
+    assert len(narrow["xaxis2"]["title"]["text"]) <= 36
