@@ -114,9 +114,10 @@ def test_the_book_maps_first_column_is_darkest_but_ordinary_against_the_even_sha
     assert ratio < 1.5  # "ordinary": within half again of an even split, far from a sink's
     m = torch.tensor(run(model="minilm")["weights"])
     words = m[:, 1:-1]
-    # MiniLM's "two dark columns": each special column outweighs every word column
-    assert float(m[:, 0].mean()) > float(words.mean(0).max())
-    assert float(m[:, -1].mean()) > float(words.mean(0).max())
+    # "MiniLM's is a full square with one very dark column, [CLS] ... the [SEP] column ... is
+    # no darker than the darkest word column"
+    assert float(m[:, 0].mean()) > 5 * float(words.mean(0).max())
+    assert float(m[:, -1].mean()) <= float(words.mean(0).max())
 
 
 def test_the_validation_loss_had_nearly_flattened():
