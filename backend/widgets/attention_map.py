@@ -12,8 +12,8 @@ import html
 import math
 import importlib.util
 import os
-import re
 import threading
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -217,6 +217,14 @@ def _book_info(m: dict) -> dict:
         "train_loss": round(m["final"]["train_loss"], 4),
         "val_loss": round(m["final"]["val_loss"], 4),
         "val_perplexity": round(m["final"]["val_perplexity"], 2),
+        # The training curve's last two evaluations (each on a sample of validation windows):
+        # how far the validation loss still fell over the last stretch of training.
+        "eval_every": m["training"]["eval_every"],
+        "curve_val_before": round(m["curve"][-2]["val_loss"], 3),
+        "curve_val_last": round(m["curve"][-1]["val_loss"], 3),
+        "curve_val_drop": round(m["curve"][-2]["val_loss"] - m["curve"][-1]["val_loss"], 4),
+        "curve_val_drop_before": round(m["curve"][-3]["val_loss"] - m["curve"][-2]["val_loss"], 4),
+        "min_lr_ratio": m["training"]["min_lr_ratio"],
         "wall_minutes": round(m["training"]["wall_seconds"] / 60, 1),
     }
 
@@ -276,16 +284,74 @@ def encode(model: str, text: str) -> Encoded:
 
 # --- from token rows to words --------------------------------------------------------------
 
-WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
+# Scripts written without spaces between words: each character is its own "word" here (the
+# widget cannot tell where a Chinese, Japanese or Thai word ends without a dictionary), with
+# any combining marks that sit on it (Thai vowel and tone marks, Japanese voicing marks).
+_NO_SPACE = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH", "HIRAGANA", "KATAKANA",
+             "HALFWIDTH KATAKANA", "IDEOGRAPHIC ITERATION MARK", "VERTICAL KANA REPEAT",
+             "BOPOMOFO", "THAI", "LAO", "KHMER", "MYANMAR", "TAI THAM", "NEW TAI LUE")
+_APOSTROPHES = "'’"
+_ZWJ = "\u200d"  # joins emoji into one picture (a family, a flag)
+
+
+def _no_space(c: str) -> bool:
+    return unicodedata.name(c, "").startswith(_NO_SPACE)
+
+
+def _mark(c: str) -> bool:
+    return unicodedata.category(c).startswith("M") or unicodedata.name(c, "").startswith(
+        "EMOJI MODIFIER")
+
+
+def _letter(c: str) -> bool:  # part of a spaced word (Latin, Hebrew, Arabic, Hangul, digits...)
+    return (c.isalnum() or c == "_") and not _no_space(c)
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Where the sentence's words are, as character offsets.
+
+    A word is a run of letters and digits (with apostrophes inside, "didn't", and combining
+    marks, as in Hindi or Thai); a character of a script written without spaces (Han, kana,
+    Thai, ...) is a word on its own; any other non-space character (punctuation, an emoji with
+    its modifiers) is its own word.
+    """
+    spans, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+            continue
+        j = i + 1
+        if _letter(c):
+            while j < n and (_letter(text[j]) or _mark(text[j]) or (
+                    text[j] in _APOSTROPHES and j + 1 < n and _letter(text[j + 1]))):
+                j += 1
+        else:
+            while j < n and (_mark(text[j]) or (text[j] == _ZWJ and j + 1 < n
+                                                and not text[j + 1].isspace())):
+                j += 2 if text[j] == _ZWJ else 1
+        spans.append((i, min(j, n)))
+        i = min(j, n)
+    return spans
+
+
+def words_in(text: str) -> list[str]:
+    return [text[a:b] for a, b in word_spans(text)]
 
 
 def word_of_tokens(text: str, e: Encoded) -> tuple[list[str], list[int | None]]:
     """The sentence's words, and for each token the word it belongs to (None for specials).
 
     A token belongs to the word sharing most of its non-space characters; that also copes
-    with byte-level pieces of one emoji, which all carry the emoji's offsets.
+    with byte-level pieces of one character, which all carry the character's offsets. Words
+    that one token spans (two Chinese characters merged into one token) are joined into one:
+    no weight can be told apart below a token.
     """
-    spans = [(m.start(), m.end()) for m in WORD.finditer(text)]
+    spans = word_spans(text)
+    for a, b in (s for s, special in zip(e.spans, e.special) if not special):
+        inside = [k for k, (wa, wb) in enumerate(spans) if min(b, wb) - max(a, wa) > 0]
+        if len(inside) > 1:
+            spans[inside[0] : inside[-1] + 1] = [(spans[inside[0]][0], spans[inside[-1]][1])]
     words = [text[a:b] for a, b in spans]
     owner: list[int | None] = []
     for special, (a, b) in zip(e.special, e.spans):
@@ -326,6 +392,7 @@ def sink_study(model: str, bos: bool = True) -> dict:
     from backend.bookmodel.load import heldout_sentences
 
     shares, evens, tops = [], [], []  # each: (R,) averaged map, or (L, h, R) per head
+    habits, habit_rows = [], 0  # per sentence: ((L, h), (L, h)) counts of rows
     used = 0
     for text in heldout_sentences():
         try:
@@ -334,6 +401,13 @@ def sink_study(model: str, bos: bool = True) -> dict:
             continue
         used += 1
         T = len(e.tokens)
+        # Head habits: how often a word row's favourite word token is the one just before
+        # (or just after) it, the widget's previous/next-token rate, over every sentence.
+        is_special = torch.tensor(e.special)
+        wrows = torch.tensor([i for i in range(T) if not e.special[i]])
+        favourite = e.maps[:, :, wrows].masked_fill(is_special, -1.0).argmax(-1)  # (L, h, R)
+        habits.append(((favourite == wrows - 1).sum(-1), (favourite == wrows + 1).sum(-1)))
+        habit_rows += len(wrows)
         visible = torch.tril(torch.ones(T, T, dtype=torch.bool)) if e.causal else torch.ones(T, T, dtype=torch.bool)
         target = torch.tensor(e.special) if bos else torch.arange(T) == 0  # no BOS: the first word
         rows = [i for i in range(T) if not e.special[i] and (target & visible[i]).any() and i > 0]
@@ -353,6 +427,8 @@ def sink_study(model: str, bos: bool = True) -> dict:
     mean_share = share.mean(dim=(0, 1))  # (R,): the averaged map's rows
     head_ratio = (share / even).mean(-1)  # (L, h)
     layer, head = divmod(int(head_ratio.argmax()), head_ratio.shape[1])
+    previous = (sum(p for p, _ in habits).float() / habit_rows).tolist()  # [layer][head]
+    following = (sum(n for _, n in habits).float() / habit_rows).tolist()
     return {
         "sentences": used,
         "rows": int(even.numel()),
@@ -367,6 +443,10 @@ def sink_study(model: str, bos: bool = True) -> dict:
                       "ratio": round(float(head_ratio[layer, head]), 3),
                       "share": round(float(share[layer, head].mean()), 4),
                       "top_rate": round(float(top_head[layer, head].mean()), 4)},
+        # per layer and head, over every word row of the held-out sentences
+        "habit_rows": habit_rows,
+        "previous_token_rate": [[round(r, 4) for r in heads] for heads in previous],
+        "next_token_rate": [[round(r, 4) for r in heads] for heads in following],
     }
 
 
@@ -414,7 +494,7 @@ def compute(params: dict) -> dict:
             notice = (f"'{wanted}' appears {len(matches)} times in the sentence; showing the row "
                       f"of the first.")
     else:
-        alnum = [k for k in used if WORD.fullmatch(words[k]) and words[k][0].isalnum()]
+        alnum = [k for k in used if words[k][0].isalnum()]
         j = (alnum or used)[-1]
         notice = (f"'{wanted}' is not in the sentence; showing the row of the last word, "
                   f"'{words[j]}'.")
@@ -434,6 +514,20 @@ def compute(params: dict) -> dict:
     weight_to: dict[str, float] = {}  # by spelling: every occurrence of a word, all its pieces
     for k in used:
         weight_to[words[k].lower()] = weight_to.get(words[k].lower(), 0.0) + per_word[k]
+
+    # The look-from word and the two words before it: how much of the row stays nearby.
+    near = [k for k in used if k <= j][-3:]
+    near_share = sum(per_word[k] for k in near)
+    # The map's first column (<|endoftext|> or [CLS]) against its neighbours: each column's
+    # mean over the rows that can see it, and, row by row, its weight over the even share.
+    visible = torch.tril(torch.ones(T, T, dtype=torch.bool)) if e.causal else torch.ones(T, T, dtype=torch.bool)
+    col_means = [float(weights[visible[:, c], c].mean()) for c in range(min(T, 3))]
+    see_rows = [i for i in range(1, T) if not e.special[i]]
+    first_ratio = (sum(float(weights[i, 0]) * int(visible[i].sum()) for i in see_rows)
+                   / len(see_rows)) if see_rows else 0.0
+    last_piece = e.tokens[q]
+    shown_from = (words[j] if last_piece.strip("…") == words[j]  # one token, or one character
+                  else f"{words[j]} (last piece {last_piece})")
 
     future = float(torch.triu(weights, diagonal=1).max()) if T > 1 else 0.0
     # How often each row's favourite non-special token is the one just before or just after
@@ -469,7 +563,8 @@ def compute(params: dict) -> dict:
         "weights": [[round(float(w), 4) for w in r] for r in weights],
         "look_from_index": q,
         "look_from_word": words[j],
-        "look_from_token": e.tokens[q],
+        "look_from_token": shown_from,  # the word; its last piece too, if it has several
+        "look_from_piece": e.tokens[q],
         "look_from_found": bool(matches),
         "notice": notice,
         "row": [round(float(w), 4) for w in row],
@@ -477,6 +572,11 @@ def compute(params: dict) -> dict:
         "top_summary": top_summary,
         "weight_to": {k: round(v, 4) for k, v in weight_to.items()},
         "special_share": round(special_share, 4),
+        "near_words": [words[k] for k in near],
+        "near_share": round(near_share, 4),
+        "first_column": {"means": [round(m, 4) for m in col_means],
+                         "top_rows": [round(float(weights[i, 0]), 4) for i in range(min(T, 3))],
+                         "ratio": round(first_ratio, 3)},
         # what an even split of the look-from row would give each position it can see
         "even_share": round(1 / (q + 1 if e.causal else T), 4),
         "future_weight": round(future, 6),
@@ -495,22 +595,28 @@ def compute(params: dict) -> dict:
 WIDE_LABELS, NARROW_LABELS = 32, 20  # at most this many tick labels per axis
 
 
-def _ticks(labels: list[str], words: list[str | None], keep: int, always: int | None) -> dict:
+def _ticks(labels: list[str], words: list[str | None], specials: list[bool], keep: int,
+           always: int | None) -> dict:
     """At most about `keep` tick labels; hover names every token.
 
     Short sentences label every token with its piece. Longer ones label only tokens that start
-    a word (or are special), at least every k-th position apart, with the whole word: "street"
-    rather than its first piece "stre". The look-from row (`always`) is always labelled.
+    a word, at least every k-th position apart, with the whole word: "street" rather than its
+    first piece "stre"; a special token is labelled where that leaves k positions to the next
+    label. The look-from row (`always`) is always labelled.
     """
     T = len(labels)
     k = math.ceil(T / keep)
     if k <= 1:
         return {"tickvals": list(range(T)), "ticktext": list(labels)}
     shown, last = [], -k
-    for i in range(T):
-        if words[i] is not None and i - last >= k:
+    for i in range(T):  # words first: the first word keeps its label beside <|endoftext|>
+        if words[i] is not None and not specials[i] and i - last >= k:
             shown.append(i)
             last = i
+    for i in range(T):  # a special token (<|endoftext|>, [CLS], [SEP]) wherever there is room
+        if specials[i] and all(abs(i - s) >= k for s in shown):
+            shown.append(i)
+    shown.sort()
     if always is not None:  # a neighbour of the look-from label would overprint it
         shown = sorted({i for i in shown if abs(i - always) >= k} | {always})
     text = [words[i] if words[i] is not None else labels[i] for i in shown]
@@ -540,9 +646,9 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
     # Axis categories must be unique ("the" may occur twice): the hover names token and place.
     cats = [f"{lab} (#{i})" for i, lab in enumerate(labels)]
     font = 11 if T <= 24 else 10 if T <= 40 else 9
-    wide_x, wide_y = _ticks(labels, starts, WIDE_LABELS, None), _ticks(labels, at_q, WIDE_LABELS, q)
-    narrow_x = _ticks(labels, starts, NARROW_LABELS, None)
-    narrow_y = _ticks(labels, at_q, NARROW_LABELS, q)
+    wide_x, wide_y = _ticks(labels, starts, e.special, WIDE_LABELS, None), _ticks(labels, at_q, e.special, WIDE_LABELS, q)
+    narrow_x = _ticks(labels, starts, e.special, NARROW_LABELS, None)
+    narrow_y = _ticks(labels, at_q, e.special, NARROW_LABELS, q)
     axis = {"type": "category", "tickmode": "array", "automargin": True, "showgrid": False,
             "tickfont": {"size": font}}
     word_cols = ~torch.tensor(e.special)

@@ -121,7 +121,7 @@ def test_unusual_text_gives_a_correct_result(client, model, text):
     ticks = fig["layout"]["xaxis"]["ticktext"]
     assert len(fig["data"][0]["x"]) == v["n_tokens"]
     # a tick is a token or, on a thinned axis, a whole word of the sentence
-    assert set(ticks) <= {am._escape(t) for t in v["tokens"] + am.WORD.findall(text)}
+    assert set(ticks) <= {am._escape(t) for t in v["tokens"] + am.words_in(text)}
     assert not any("<b>" in t or "<script" in t for t in ticks)  # markup shown as text, not obeyed
     assert not any("<b>" in t for t in fig["data"][0]["x"])
 
@@ -174,6 +174,73 @@ def test_a_refused_sentence_says_why_in_the_controls_words(client):
     assert "The sentence is 77 tokens" in msg  # 41 letters and spaces, about 2 tokens a letter
     r = client.post(URL, json={"text": "word " * 90})
     assert "Try a shorter sentence (about" in r.get_json()["error"]
+
+
+@pytest.mark.parametrize("text,words", [
+    ("我喜欢吃苹果因为它很甜", list("我喜欢吃苹果因为它很甜")),
+    ("猫が好きです。", list("猫が好きです。")),
+    ("ฉันชอบแมว", ["ฉั", "น", "ช", "อ", "บ", "แ", "ม", "ว"]),  # vowel mark stays on its letter
+    ("I like 苹果, don't you?", ["I", "like", "苹", "果", ",", "don't", "you", "?"]),
+    ("हिन्दी अच्छी है", ["हिन्दी", "अच्छी", "है"]),  # spaced script with combining signs: whole words
+    ("a 👍🏽 b 👨\u200d👩\u200d👧", ["a", "👍🏽", "b", "👨\u200d👩\u200d👧"]),
+])
+def test_scripts_without_spaces_split_into_characters(text, words):
+    assert am.words_in(text) == words
+
+
+@pytest.mark.parametrize("text,look_from,top_word", [
+    ("我喜欢吃苹果因为它很甜", "甜", "甜"),
+    ("猫が好きです", "好", None),
+    ("I like 苹果 because 它很甜", "它", None),
+])
+def test_chinese_japanese_and_mixed_text_read_by_character(text, look_from, top_word):
+    out = am.compute(am.SPEC.resolve({"text": text, "look_from": look_from}))
+    v = out["values"]
+    assert out["notice"] == "" and v["look_from_found"] and v["look_from_word"] == look_from
+    assert v["look_from_token"] == look_from  # the character, not a byte piece of it
+    shown = {t["word"] for t in v["top"]}
+    assert all(len(w) == 1 for w in shown if not w.isascii())  # one character per "word"
+    if top_word:
+        assert v["top"][0]["word"] == top_word
+    assert look_from in out["summary"]
+    ticks = out["figure"]["narrow"]["xaxis"]["ticktext"]
+    assert len([t for t in ticks if t != "&lt;|endoftext|&gt;"]) >= 3  # not just the special
+
+
+def test_a_token_that_spans_two_words_joins_them():
+    e = am.Encoded(tokens=["ab", "c"], special=[False, False], spans=[(0, 2), (2, 3)],
+                   maps=torch.ones(1, 1, 2, 2), label="", short="", causal=False, info={})
+    words, owner = am.word_of_tokens("猫が好", e)
+    assert words == ["猫が", "好"] and owner == [0, 1]
+
+
+def test_looking_from_shows_the_word_and_its_last_piece():
+    v = run(text="The cats sat", look_from="cats")
+    assert v["look_from_word"] == "cats"
+    assert v["look_from_token"] == f"cats (last piece {v['look_from_piece']})" != "cats"
+    assert run(look_from="because")["look_from_token"] == "because"  # one token: just the word
+
+
+@pytest.mark.parametrize("text", [
+    " ".join(["cat"] * 40),
+    "I " + " ".join(["it"] * 40),
+    "שלום " + " ".join(["cat"] * 40),
+])
+@pytest.mark.parametrize("model", ["book", "minilm"])
+def test_thinned_axes_keep_the_first_words_label(text, model):
+    out = am.compute(am.SPEC.resolve({"text": text, "model": model, "look_from": "dog"}))
+    fig, v = out["figure"], out["values"]
+    words, owner = am.word_of_tokens(text, am.encode(model, text))
+    first = owner.index(0)  # the first word's first token
+    for layout in (fig["layout"], {**fig["layout"], **fig["narrow"]}):
+        for axis in ("xaxis", "yaxis"):
+            ticks = layout[axis]
+            assert first in ticks["tickvals"], (axis, ticks)
+            assert ticks["ticktext"][ticks["tickvals"].index(first)] == am._escape(words[0])
+            gaps = [b - a for a, b in zip(ticks["tickvals"], ticks["tickvals"][1:])]
+            if axis == "xaxis":
+                k = -(-v["n_tokens"] // (am.WIDE_LABELS if layout is fig["layout"] else am.NARROW_LABELS))
+                assert min(gaps) >= k  # no two labels closer than the thinning step
 
 
 def test_values_carry_the_token_count_and_the_limit():
