@@ -198,7 +198,7 @@ def figure(v: dict) -> dict:
     for i, (panel, title, q_kind, k_kind) in enumerate(PANELS):
         kinds = _kinds(panel, v)
         qs, ks = _labels(q_kind, v), _labels(k_kind, v)
-        hover = [[f"{title}: query {qs[a]} → key {ks[b]}: {_hover_word(panel, kinds[a][b], a, b, v)}"
+        hover = [[f"query {qs[a]} → key {ks[b]}: {_hover_word(panel, kinds[a][b], a, b, v)}"
                   for b in range(len(ks))] for a in range(len(qs))]
         suffix = "" if i == 0 else str(i + 1)
         data.append({"type": "heatmap", "z": kinds, "x": ks, "y": qs, "zmin": 0, "zmax": 2,
