@@ -260,6 +260,8 @@ def test_embeddings_are_not_scaled_and_weights_are_not_tied():
     torch.testing.assert_close(seen["enc"], model.frontend(src) + model.pos[: src.size(1)], rtol=0, atol=0)
     torch.testing.assert_close(seen["dec"], model.tgt_embed(tgt) + model.pos[: tgt.size(1)], rtol=0, atol=0)
     assert model.tgt_embed.weight.data_ptr() != model.lm_head.weight.data_ptr()
+    # 'The book keeps its table in a buffer': not counted among the parameters
+    assert "pos" in dict(model.named_buffers()) and "pos" not in dict(model.named_parameters())
 
 
 def test_the_mlp_path_is_dropped_out_twice_like_pytorchs_layer():
