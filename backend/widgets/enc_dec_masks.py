@@ -20,6 +20,7 @@ from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
 MAX_LEN = 12
+HANDOUT_TABLE_LEN = 2048  # 004 section 9.8: tgt_len=2048 rows in each of its two position tables
 BATCH = 2
 # A tiny model of the reference file: only its shapes and its masked weights are shown.
 TINY = ModelConfig(vocab_size=16, d_model=8, n_layers=1, n_heads=2, d_ff=16, max_seq_len=MAX_LEN)
@@ -97,6 +98,7 @@ def compute(params: dict) -> dict:
     enc = m.encoder.expand(BATCH, 1, S, S)[:, 0]  # (B, S, S)
     dec = m.decoder.expand(BATCH, 1, T, T)[:, 0]  # (B, T, T)
     cross = m.cross[:, 0]  # (B, T, S)
+    causal_only = seq2seq_masks(src_lengths, S, T).decoder.expand(BATCH, T, T)  # no target lengths
 
     src = torch.randint(0, TINY.vocab_size, (BATCH, S), generator=torch.Generator().manual_seed(1))
     tgt = torch.randint(0, TINY.vocab_size, (BATCH, T), generator=torch.Generator().manual_seed(2))
@@ -124,12 +126,21 @@ def compute(params: dict) -> dict:
         "cross_allowed": int(cross[1].sum()),
         "encoder_cells": S * S, "decoder_cells": T * T, "cross_cells": T * S,
         "decoder_allowed_full": int(dec[0].sum()),
+        # cells of the padded pair's decoder mask that only the padding rule blocks: the pad
+        # rows, from the first pad column to the diagonal
+        "decoder_pad_only": int((causal_only[1] & ~dec[1]).sum()),
+        "decoder_stored_shape_no_lengths": _shape(seq2seq_masks(src_lengths, S, T).decoder.shape),
         "cross_is_square": S == T, "empty_rows": empty_rows,
         "max_weight_on_masked": leaked,
         "nan_in_logits": bool(out.logits.isnan().any()),
         "flow": {k: _shape(v) for k, v in flow.items()},
         "check": {k: _shape(v) for k, v in check.items() if k != "parameters"},
         "check_parameters": check["parameters"][0],
+        # the handout builds its two sinusoid tables with nn.Embedding.from_pretrained(freeze=True):
+        # frozen, but still Parameters, so its sum(p.numel()) counts them too
+        "check_position_tables": 2 * HANDOUT_TABLE_LEN * check["memory (encoder output)"][2],
+        "check_parameters_handout": check["parameters"][0]
+        + 2 * HANDOUT_TABLE_LEN * check["memory (encoder output)"][2],
         "check_batch": check["source"][0], "check_src_len": check["source"][1],
         "check_fbank_dim": check["source"][2], "check_tgt_len": check["target"][1],
         "check_vocab": check["logits"][2],
@@ -143,6 +154,11 @@ def compute(params: dict) -> dict:
 # --- what the reader sees ------------------------------------------------------------------
 
 ALLOWED, CAUSAL, PAD = 0, 1, 2
+NARROW_HEIGHT = 1400  # px, phones
+NARROW_GAP = 0.1  # of the plot height between stacked panels: ~125 px
+_band = (1 - 2 * NARROW_GAP) / 3
+NARROW_BANDS = tuple((round(max(0.0, 1 - (i + 1) * _band - i * NARROW_GAP), 4),
+                      round(1 - i * (_band + NARROW_GAP), 4)) for i in range(3))
 CELL_WORDS = {ALLOWED: "may attend", CAUSAL: "blocked: a later target token",
               PAD: "blocked: a pad token"}
 PANELS = (("encoder", "encoder self-attention", "src", "src"),
@@ -157,11 +173,20 @@ def _labels(kind: str, v: dict) -> list[str]:
 
 
 def _kinds(panel: str, v: dict) -> list[list[int]]:
-    """Each cell: allowed, blocked by causality, or blocked by a pad key."""
+    """Each cell: allowed, blocked by causality, or blocked by a pad key. Causality is read
+    first: a decoder cell that both rules block (a later key that is also a pad) is causal,
+    so the pad colour marks only the cells that the padding rule alone blocks."""
     grid = v[f"{panel}_mask"]
     k_real = v["tgt_real"] if panel == "decoder" else v["src_real"]
-    return [[ALLOWED if ok else (PAD if j >= k_real else CAUSAL) for j, ok in enumerate(row)]
-            for row in grid]
+    causal = panel == "decoder"
+    return [[ALLOWED if ok else (CAUSAL if causal and j > i else PAD if j >= k_real else CAUSAL)
+             for j, ok in enumerate(row)] for i, row in enumerate(grid)]
+
+
+def _hover_word(panel: str, kind: int, q: int, k: int, v: dict) -> str:
+    if panel == "decoder" and kind == CAUSAL and k >= v["tgt_real"]:
+        return "blocked: a later target token (also a pad)"
+    return CELL_WORDS[kind]
 
 
 def figure(v: dict) -> dict:
@@ -173,7 +198,7 @@ def figure(v: dict) -> dict:
     for i, (panel, title, q_kind, k_kind) in enumerate(PANELS):
         kinds = _kinds(panel, v)
         qs, ks = _labels(q_kind, v), _labels(k_kind, v)
-        hover = [[f"{title}: query {qs[a]} → key {ks[b]}: {CELL_WORDS[kinds[a][b]]}"
+        hover = [[f"query {qs[a]} → key {ks[b]}: {_hover_word(panel, kinds[a][b], a, b, v)}"
                   for b in range(len(ks))] for a in range(len(qs))]
         suffix = "" if i == 0 else str(i + 1)
         data.append({"type": "heatmap", "z": kinds, "x": ks, "y": qs, "zmin": 0, "zmax": 2,
@@ -199,20 +224,29 @@ def figure(v: dict) -> dict:
     layout = base_layout(height=430, margin={"l": 60, "r": 10, "t": 60, "b": 70},
                          annotations=annotations, legend={"orientation": "h", "y": -0.32},
                          **layout_axes)
-    narrow = {"height": 1080, "legend": {"y": -0.06}, "margin": {"t": 40}}
-    bands = ((0.70, 1.0), (0.36, 0.64), (0.02, 0.30))
-    for i, (lo, hi) in enumerate(bands):
+    # Phones: the panels stacked. Each gap between bands holds the panel's vertical tick labels
+    # (up to "t11 pad") and the next panel's two-line title; the "key" axis title moves into the
+    # panel's own title, so nothing lands inside the heatmap below.
+    narrow = {"height": NARROW_HEIGHT, "margin": {"t": 50, "b": 40},
+              "legend": {"orientation": "h", "y": -NARROW_GAP * 0.75, "yanchor": "top"}}
+    for i, (lo, hi) in enumerate(NARROW_BANDS):
         suffix = "" if i == 0 else str(i + 1)
-        narrow[f"xaxis{suffix}"] = {"domain": [0, 1]}
-        narrow[f"yaxis{suffix}"] = {"domain": [lo, hi]}
-    narrow["annotations"] = [{**a, "x": 0.5, "y": hi + 0.005}
-                             for a, (lo, hi) in zip(annotations, bands)]
+        narrow[f"xaxis{suffix}"] = {"domain": [0, 1], "tickangle": -90, "tickfont": {"size": 10},
+                                    "title": {"text": ""}}
+        narrow[f"yaxis{suffix}"] = {"domain": [lo, hi], "tickfont": {"size": 10}}
+    narrow["annotations"] = [{**a, "text": a["text"].replace("<br>", " ") + "<br>rows: query, columns: key",
+                              "x": 0.5, "y": hi + 0.004}
+                             for a, (lo, hi) in zip(annotations, NARROW_BANDS)]
     return {"data": data, "layout": layout, "narrow": narrow}
 
 
+def _tokens(n: int, what: str) -> str:
+    return f"{n} real {what} token{'' if n == 1 else 's'}"
+
+
 def summary(v: dict) -> str:
-    return (f"Second pair of the batch: {v['src_real']} real source tokens of {v['src_len']} and "
-            f"{v['tgt_real']} real target tokens of {v['tgt_len']}. The encoder mask "
+    return (f"Second pair of the batch: {_tokens(v['src_real'], 'source')} of {v['src_len']} and "
+            f"{_tokens(v['tgt_real'], 'target')} of {v['tgt_len']}. The encoder mask "
             f"{v['encoder_shape']} allows {v['encoder_allowed']} of {v['encoder_cells']} query-key "
             f"pairs, the decoder's causal-and-padding mask {v['decoder_shape']} allows "
             f"{v['decoder_allowed']} of {v['decoder_cells']}, and the cross-attention mask "

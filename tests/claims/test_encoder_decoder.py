@@ -187,3 +187,129 @@ def test_handout_lengths_never_reach_the_full_100_frames():
     g = torch.Generator().manual_seed(0)
     lens = torch.randint(1, 100, (100_000,), generator=g)
     assert lens.min() == 1 and lens.max() == 99
+
+
+def _decoder_kinds_expected(t, tp):
+    """The decoder panel's colours as the text states them: red strictly above the diagonal,
+    grey only in pad rows from the first pad column up to the diagonal, blue elsewhere."""
+    real = t - tp
+    return [[w.CAUSAL if j > i else (w.PAD if j >= real else w.ALLOWED) for j in range(t)]
+            for i in range(t)]
+
+
+def test_figure_colours_match_the_text_at_every_edge_of_the_range():
+    """'A decoder cell that both rules block ... is drawn red'; 'the real rows are the causal
+    mask's rows, with no grey in them'; grey 'in the pad rows, from the first pad column to the
+    diagonal (p(p+1)/2 ...)'; encoder and cross panels have no red."""
+    for s, t, sp, tp in EDGES[::3]:
+        r = w.compute(w.SPEC.resolve({"src_len": s, "tgt_len": t, "src_pad": sp, "tgt_pad": tp}))
+        enc, dec, cross = [tr["z"] for tr in r["figure"]["data"] if tr["type"] == "heatmap"]
+        assert dec == _decoder_kinds_expected(t, tp), (s, t, sp, tp)
+        assert not any(w.PAD in row for row in dec[: t - tp])  # no grey in real rows
+        grey = sum(row.count(w.PAD) for row in dec)
+        assert grey == r["values"]["decoder_pad_only"] == tp * (tp + 1) // 2
+        assert enc == [[w.ALLOWED] * (s - sp) + [w.PAD] * sp] * s
+        assert cross == [[w.ALLOWED] * (s - sp) + [w.PAD] * sp] * t
+
+
+def test_default_decoder_panel_greys_only_the_last_diagonal_cell():
+    """At the default (6, 5, 2, 1) the one pad-only cell is (t4, t4)."""
+    r = w.compute(w.SPEC.resolve({}))
+    dec = [tr["z"] for tr in r["figure"]["data"] if tr["type"] == "heatmap"][1]
+    assert [(i, j) for i, row in enumerate(dec) for j, k in enumerate(row) if k == w.PAD] == [(4, 4)]
+    assert r["values"]["decoder_pad_only"] == 1
+
+
+@torch.no_grad()
+def test_teacher_forcing_needs_the_causal_mask():
+    """'without the mask position i could read token i + 1, the very token it is asked to predict'."""
+    model, src, sl, tgt, _ = _pair()
+    m = seq2seq_masks(sl, src.size(1), tgt.size(1))
+    memory, _ = model.encode(src, m.encoder)
+    tgt2 = tgt.clone()
+    tgt2[:, 3] = (tgt[:, 3] % 10) + 1  # change token 3 only
+    logits = lambda ids, mask: model.lm_head(model.decode(ids, memory, mask, m.cross)[0])
+    open_mask = torch.ones_like(m.decoder)
+    assert not torch.allclose(logits(tgt, open_mask)[:, 2], logits(tgt2, open_mask)[:, 2])
+    torch.testing.assert_close(logits(tgt, m.decoder)[:, :3], logits(tgt2, m.decoder)[:, :3], rtol=0, atol=0)
+
+
+def test_book_causal_mask_is_the_complement_of_the_handouts_triu():
+    """'The handout builds the mask as torch.triu(ones, diagonal=1) ... the book's causal_mask is
+    its complement'."""
+    for t in range(1, N + 1):
+        handout = torch.triu(torch.ones(t, t), diagonal=1).bool()
+        assert torch.equal(masks.causal_mask(t), ~handout)
+
+
+@torch.no_grad()
+def test_embeddings_are_not_scaled_and_weights_are_not_tied():
+    """'this model adds the positions to the raw embedding'; 'the target embedding and lm_head are
+    separate matrices'."""
+    model, src, sl, tgt, tl = _pair()
+    seen = {}
+
+    def keep(name):
+        def hook(module, args):
+            seen[name] = args[0]  # returns None: the input is left as it is
+        return hook
+
+    model.encoder_layers[0].register_forward_pre_hook(keep("enc"))
+    model.decoder_layers[0].register_forward_pre_hook(keep("dec"))
+    model(src, sl, tgt, tl)
+    torch.testing.assert_close(seen["enc"], model.frontend(src) + model.pos[: src.size(1)], rtol=0, atol=0)
+    torch.testing.assert_close(seen["dec"], model.tgt_embed(tgt) + model.pos[: tgt.size(1)], rtol=0, atol=0)
+    assert model.tgt_embed.weight.data_ptr() != model.lm_head.weight.data_ptr()
+    # 'The book keeps its table in a buffer': not counted among the parameters
+    assert "pos" in dict(model.named_buffers()) and "pos" not in dict(model.named_parameters())
+
+
+def test_the_mlp_path_is_dropped_out_twice_like_pytorchs_layer():
+    """'on the MLP's hidden activation, and on every sublayer's output': remove either dropout and
+    the training-mode output changes; in eval() neither acts."""
+    from backend.reference.config import ModelConfig
+    from backend.reference.encoder_decoder import EncoderLayer
+
+    torch.manual_seed(0)
+    layer = EncoderLayer(ModelConfig(vocab_size=11, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                                     max_seq_len=8, dropout=0.5)).train()
+    layer.self_attn.dropout = 0.0  # isolate the MLP path
+    x = torch.randn(2, 5, 16)
+
+    def out():
+        torch.manual_seed(1)
+        return layer(x)[0]
+
+    both = out()
+    hidden, layer.mlp.dropout = layer.mlp.dropout, torch.nn.Identity()
+    assert not torch.allclose(both, out())
+    layer.mlp.dropout, layer.dropout = hidden, torch.nn.Identity()
+    assert not torch.allclose(both, out())
+    ref = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.5, batch_first=True)
+    assert isinstance(ref.dropout, torch.nn.Dropout) and isinstance(ref.dropout2, torch.nn.Dropout)
+    layer.dropout = torch.nn.Dropout(0.5)
+    layer.eval()
+    torch.testing.assert_close(layer(x)[0], layer(x)[0], rtol=0, atol=0)
+
+
+def test_handout_parameter_count_includes_its_frozen_tables():
+    """Hand arithmetic for the handout's 6 + 6 model at d 512: 44,206,618 trainable, plus two
+    frozen 2048 x 512 sinusoid tables that sum(p.numel()) also counts."""
+    d, ff, v, fb, n = 512, 2048, 26, 80, 6
+    attn = 4 * (d * d + d)
+    mlp = d * ff + ff + ff * d + d
+    enc = attn + 2 * 2 * d + mlp
+    dec = 2 * attn + 3 * 2 * d + mlp
+    trainable = n * (enc + dec) + (fb * d + d) + v * d + (d * v + v)
+    r = run()
+    assert r["check_parameters"] == trainable == 44_206_618
+    assert r["check_position_tables"] == 2 * 2048 * d
+    assert r["check_parameters_handout"] == trainable + 2 * 2048 * d == 46_303_770
+
+
+def test_decoder_mask_without_target_lengths_is_t_by_t():
+    """Summary: 'Without target lengths ... the decoder mask is the causal mask alone, stored as (T, T)'."""
+    for t in range(1, N + 1):
+        v = run(src_len=3, tgt_len=t, src_pad=0, tgt_pad=0)
+        assert v["decoder_stored_shape_no_lengths"] == f"({t}, {t})"
+        assert torch.equal(seq2seq_masks(torch.tensor([3, 3]), 3, t).decoder, masks.causal_mask(t))

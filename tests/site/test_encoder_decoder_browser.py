@@ -39,7 +39,9 @@ def test_enc_dec_masks_draws_and_moves(page, server):
         slider.evaluate("(el) => { el.value = el.min; el.dispatchEvent(new Event('input', {bubbles: true})); }")
     page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="encoder_allowed"] dd')
         .innerText.trim() === '81'""", timeout=20_000)  # no source padding: all 9 x 9 pairs
-    assert value(page, "decoder_shape") == "(2, 1, 1)"
+    page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="decoder_shape"] dd')
+        .innerText.trim() === '(2, 1, 1)'""", timeout=20_000)  # the last slider's answer arrives last
+    assert value(page, "encoder_allowed") == "81"
     assert page.console_errors == []
 
 
@@ -55,5 +57,13 @@ def test_enc_dec_masks_stacks_on_a_phone(browser, server):
         tops = page.evaluate(f"""(() => {{ const p = document.querySelector('{WIDGET} .tw-plot');
             return ['xaxis', 'xaxis2', 'xaxis3'].map(a => p._fullLayout[a.replace('x', 'y')].domain[0]); }})()""")
         assert tops[0] > tops[1] > tops[2]  # three panels, one above the other
+        # no panel's tick labels run into the title of the panel below it
+        clash = page.evaluate(f"""(() => {{ const p = document.querySelector('{WIDGET} .tw-plot');
+            const bottom = x => {{ const b = Array.from(p.querySelectorAll(`.${{x}}tick text`))
+                .map(e => e.getBoundingClientRect().bottom); return b.length ? Math.max(...b) : 1e9; }};
+            const tops = Array.from(p.querySelectorAll('.annotation')).map(e => e.getBoundingClientRect().top)
+                .sort((a, b) => a - b);
+            return [bottom('x') - tops[1], bottom('x2') - tops[2]]; }})()""")
+        assert max(clash) < 0, clash
     finally:
         context.close()

@@ -93,6 +93,23 @@ def test_summary_and_table(client):
     assert [row[2] for row in r["table"]["rows"]] == ["(2, 6, 6)", "(2, 5, 5)", "(2, 5, 6)"]
 
 
+def test_summary_says_token_in_the_singular(client):
+    r = post(client, src_len=12, tgt_len=3, src_pad=11, tgt_pad=2)
+    assert "1 real source token of 12" in r["summary"] and "1 real target token of 3" in r["summary"]
+
+
+def test_phone_layout_leaves_room_between_panels(client):
+    """Each gap between stacked panels holds vertical tick labels and the next two-line title; the
+    'key' axis titles are dropped on phones, moved into each panel's title."""
+    narrow = post(client, src_len=12, tgt_len=12, src_pad=4, tgt_pad=3)["figure"]["narrow"]
+    bands = [narrow[a]["domain"] for a in ("yaxis", "yaxis2", "yaxis3")]
+    gaps = [bands[0][0] - bands[1][1], bands[1][0] - bands[2][1]]
+    assert min(gaps) * narrow["height"] >= 120  # px
+    for a in ("xaxis", "xaxis2", "xaxis3"):
+        assert narrow[a]["tickangle"] == -90 and narrow[a]["title"]["text"] == ""
+    assert all("columns: key" in ann["text"] for ann in narrow["annotations"])
+
+
 def test_payload_is_small(client):
     r = post(client, src_len=12, tgt_len=12, src_pad=4, tgt_pad=3)
     assert len(json.dumps(r)) < 40_000
