@@ -39,7 +39,7 @@ def post_fork(server, worker):
 
     def warm_heavy():
         for module in REGISTRY.values():
-            if module.SPEC.cost_hint == "heavy":
+            if module.SPEC.cost_hint == "heavy" and module.SPEC.warm:
                 for params in module.SPEC.bake_points():
                     try:
                         module.compute(params)

@@ -22,6 +22,7 @@ _MODULES = (  # in the order the book meets them
     "multi_head",
     "positions",
     "attention_map",
+    "attention_sink",
     "mlp",
     "rmsnorm",
     "training_signal",

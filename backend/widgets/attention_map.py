@@ -379,85 +379,6 @@ def _escape(token: str) -> str:
     return html.escape(token, quote=False)
 
 
-# --- the first token, measured over many sentences -----------------------------------------
-
-@lru_cache(maxsize=4)
-def sink_study(model: str, bos: bool = True) -> dict:
-    """How much weight the special tokens draw, compared with an even split, over many rows.
-
-    For every word row of every held-out sentence: the weight on the special tokens the row
-    can see, against the even share (their number over the number of positions the row can
-    see), for the map averaged over all layers and heads and for each head on its own.
-    """
-    from backend.bookmodel.load import heldout_sentences
-
-    shares, evens, tops = [], [], []  # each: (R,) averaged map, or (L, h, R) per head
-    habits, habit_rows = [], 0  # per sentence: ((L, h), (L, h)) counts of rows
-    used = 0
-    for text in heldout_sentences():
-        try:
-            e = encode_book(text, bos=bos) if model == "book" else encode(model, text)
-        except ParamError:  # longer than the widget's token limit: left out
-            continue
-        used += 1
-        T = len(e.tokens)
-        # Head habits: how often a word row's favourite word token is the one just before
-        # (or just after) it, the widget's previous/next-token rate, over every sentence.
-        is_special = torch.tensor(e.special)
-        wrows = torch.tensor([i for i in range(T) if not e.special[i]])
-        favourite = e.maps[:, :, wrows].masked_fill(is_special, -1.0).argmax(-1)  # (L, h, R)
-        habits.append(((favourite == wrows - 1).sum(-1), (favourite == wrows + 1).sum(-1)))
-        habit_rows += len(wrows)
-        visible = torch.tril(torch.ones(T, T, dtype=torch.bool)) if e.causal else torch.ones(T, T, dtype=torch.bool)
-        target = torch.tensor(e.special) if bos else torch.arange(T) == 0  # no BOS: the first word
-        rows = [i for i in range(T) if not e.special[i] and (target & visible[i]).any() and i > 0]
-        if not rows:
-            continue
-        maps = e.maps[:, :, rows]  # (L, h, R, T)
-        vis = visible[rows]  # (R, T)
-        shares.append((maps * target).sum(-1))  # (L, h, R)
-        evens.append((target & vis).sum(-1) / vis.sum(-1))  # (R,)
-        best = maps.masked_fill(~vis, -1.0).argmax(-1)  # (L, h, R)
-        tops.append((best, maps.mean(dim=(0, 1)).masked_fill(~vis, -1.0).argmax(-1)))
-        tops[-1] = (target[tops[-1][0]], target[tops[-1][1]])
-    share = torch.cat(shares, dim=-1)  # (L, h, R)
-    even = torch.cat(evens)  # (R,)
-    top_head = torch.cat([t[0] for t in tops], dim=-1).float()  # (L, h, R)
-    top_mean = torch.cat([t[1] for t in tops]).float()  # (R,)
-    mean_share = share.mean(dim=(0, 1))  # (R,): the averaged map's rows
-    head_ratio = (share / even).mean(-1)  # (L, h)
-    layer, head = divmod(int(head_ratio.argmax()), head_ratio.shape[1])
-    previous = (sum(p for p, _ in habits).float() / habit_rows).tolist()  # [layer][head]
-    following = (sum(n for _, n in habits).float() / habit_rows).tolist()
-    return {
-        "sentences": used,
-        "rows": int(even.numel()),
-        "share": round(float(mean_share.mean()), 4),
-        "even": round(float(even.mean()), 4),
-        "ratio": round(float((mean_share / even).mean()), 3),
-        "above_even": round(float((mean_share > even).float().mean()), 4),
-        "top_rate": round(float(top_mean.mean()), 4),
-        "heads": int(head_ratio.numel()),
-        "heads_over_2x": int((head_ratio > 2).sum()),
-        "strongest": {"layer": layer, "head": head,
-                      "ratio": round(float(head_ratio[layer, head]), 3),
-                      "share": round(float(share[layer, head].mean()), 4),
-                      "top_rate": round(float(top_head[layer, head].mean()), 4)},
-        # per layer and head, over every word row of the held-out sentences
-        "habit_rows": habit_rows,
-        "previous_token_rate": [[round(r, 4) for r in heads] for heads in previous],
-        "next_token_rate": [[round(r, 4) for r in heads] for heads in following],
-    }
-
-
-def _study_values(model: str) -> dict | None:
-    if model == "book":
-        return {**sink_study("book"), "without_bos": sink_study("book", bos=False)}
-    if model == "minilm":
-        return sink_study("minilm")
-    return None  # an instructor's checkpoint may be large: no study over hundreds of sentences
-
-
 # --- the widget ----------------------------------------------------------------------------
 
 def compute(params: dict) -> dict:
@@ -583,7 +504,6 @@ def compute(params: dict) -> dict:
         "causal": future < 1e-6,
         "previous_token_rate": round(previous_rate, 4),
         "next_token_rate": round(next_rate, 4),
-        "sink": _study_values(model),
         "model_info": e.info,
     }
     return {"values": values, "figure": figure(e, weights, q, selection, words, owner),

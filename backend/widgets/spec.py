@@ -232,6 +232,10 @@ class WidgetSpec:
     # "light" | "heavy": heavy widgets (whole models) compute one at a time per worker and are
     # not warmed at worker start.
     cost_hint: str = "light"
+    # Whether gunicorn workers compute this widget's bake points at start (heavy widgets warm
+    # in a background thread). Off for a widget whose every setting is baked into the page and
+    # whose computation would cost every worker a long start.
+    warm: bool = True
 
     def __post_init__(self):
         names = {p.name for p in self.params}

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from backend.widgets import attention_map as am
+from backend.widgets import attention_sink as sink
 
 
 @lru_cache(maxsize=None)
@@ -25,14 +26,18 @@ def run(**params):
     return _run(json.dumps(params, sort_keys=True))["values"]
 
 
+def study(model="book"):
+    return sink.compute({"model": model})["values"]
+
+
 @pytest.fixture(scope="module")
 def book():
-    return run()["sink"]
+    return study()
 
 
 @pytest.fixture(scope="module")
 def minilm():
-    return run(model="minilm")["sink"]
+    return study("minilm")
 
 
 # --- the first token: measured, not assumed ------------------------------------------------
@@ -233,8 +238,8 @@ def test_the_held_out_count_of_each_model():
     from backend.bookmodel.load import heldout_sentences
 
     texts = heldout_sentences()
-    assert run(model="minilm")["sink"]["sentences"] == len(texts)
-    assert run()["sink"]["sentences"] == len(texts) - 1
+    assert study("minilm")["sentences"] == len(texts)
+    assert study()["sentences"] == len(texts) - 1
     _, tok = am._book()
     assert sum(len(tok.encode(t).ids) + 1 > am.MAX_TOKENS for t in texts) == 1
 
@@ -261,7 +266,7 @@ def test_the_named_habit_heads_over_the_held_out_sentences(book, minilm):
 
 def test_the_study_rates_are_the_widgets_rates():
     # The held-out rates count what the widget counts for one sentence: the same definition.
-    one = am.sink_study.__wrapped__  # uncached, over a single sentence
+    one = sink.sink_study.__wrapped__  # uncached, over a single sentence
     from backend.bookmodel import load
 
     original = load.heldout_sentences
