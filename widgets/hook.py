@@ -25,6 +25,7 @@ import gzip
 import html
 import json
 import logging
+import os
 import posixpath
 import re
 import sys
@@ -36,6 +37,9 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parent.parent
+# Notebooks executed by the build (their kernels inherit this environment) draw their figures
+# as HTML for the page's own plotly.js; run anywhere else they use plotly's own renderer.
+os.environ.setdefault("BOOK_BUILD", "1")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
