@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -32,6 +34,23 @@ def load_model(weights_dir: Path = WEIGHTS_DIR) -> tuple[DecoderLM, Tokenizer]:
         raise RuntimeError(f"weights do not match the config: missing {missing}, unexpected {unexpected}")
     model.eval()
     return model, load_tokenizer(weights_dir / "tokenizer.json")
+
+
+_LOADING = threading.Lock()
+
+
+def shared_model() -> tuple[DecoderLM, Tokenizer]:
+    """The shipped model and tokenizer, loaded once per process and shared by every widget.
+
+    A worker warms its models in a background thread while request threads may ask for the same
+    model: the lock makes them wait for the one load instead of loading it twice."""
+    with _LOADING:
+        return _load_shared()
+
+
+@lru_cache(maxsize=1)
+def _load_shared() -> tuple[DecoderLM, Tokenizer]:
+    return load_model()
 
 
 def metrics(weights_dir: Path = WEIGHTS_DIR) -> dict:

@@ -101,22 +101,17 @@ class Encoded:
 
 # --- the models ---------------------------------------------------------------------------
 
-# One model load at a time per process. A worker warms its models in a background thread
+# One Hugging Face load at a time per process. A worker warms its models in a background thread
 # while request threads may ask for the same model: two threads importing transformers at once
-# can see it half-initialised, and two loads of one model waste seconds and memory.
+# can see it half-initialised, and two loads of one model waste seconds and memory. (The book's
+# own model has the same guard in backend/bookmodel/load.py.)
 _LOADING = threading.Lock()
 
 
 def _book():
-    with _LOADING:
-        return _load_book()
+    from backend.bookmodel.load import shared_model
 
-
-@lru_cache(maxsize=1)
-def _load_book():
-    from backend.bookmodel.load import load_model
-
-    return load_model()
+    return shared_model()
 
 
 def minilm_dir() -> Path:

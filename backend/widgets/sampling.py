@@ -11,8 +11,6 @@ labels passed right and shifted twice.
 from __future__ import annotations
 
 import math
-import threading
-from functools import lru_cache
 
 import torch
 
@@ -69,19 +67,10 @@ SPEC = WidgetSpec(
     cost_hint="heavy",
 )
 
-_LOADING = threading.Lock()
-
-
 def _book():
-    with _LOADING:
-        return _load_book()
+    from backend.bookmodel.load import shared_model
 
-
-@lru_cache(maxsize=1)
-def _load_book():
-    from backend.bookmodel.load import load_model
-
-    return load_model()
+    return shared_model()
 
 
 def encode(prompt: str) -> list[int]:

@@ -62,7 +62,7 @@ def test_many_positions_show_the_top_ranks_and_one_summed_tail_bar(n_positions):
         assert bar["x"][:3] == ["1", "2", "3"]
         assert sum(bar["y"]) == pytest.approx(1.0, abs=1e-9)  # the tail bar carries the rest
     assert bars[0]["x"][-1] == (f"17–{n_positions}" if n_positions > 17 else "17")
-    assert f"summed" in fig["layout"]["xaxis2"]["title"]["text"]
+    assert "summed" in fig["layout"]["xaxis2"]["title"]["text"]
     even = fig["data"][names(fig).index("even split")]["y"]
     assert even[-1] == pytest.approx((n_positions - MODULE.TOP_RANKS) / n_positions)
     assert len(json.dumps(fig)) < 12_000  # small payload
