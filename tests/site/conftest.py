@@ -91,3 +91,26 @@ def page(browser):
     pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
     yield pg
     context.close()
+
+
+@pytest.fixture()
+def phone(browser):
+    """A page in a 390 px phone viewport (touch, mobile), closed after the test."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True)
+    pg = context.new_page()
+    pg.console_errors = []
+    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
+    yield pg
+    context.close()
+
+
+@pytest.fixture()
+def fits_the_screen():
+    """Check that a widget is drawn, no wider than the screen, with no sideways scroll."""
+    def check(pg, widget: str) -> None:
+        pg.wait_for_selector(f"{widget} .tw-plot .main-svg", timeout=20_000)
+        width = pg.evaluate(f"document.querySelector('{widget}').getBoundingClientRect().width")
+        overflow = pg.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert width <= pg.viewport_size["width"] and overflow <= 0
+    return check

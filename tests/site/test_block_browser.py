@@ -49,13 +49,6 @@ def test_rmsnorm_widget_moves(page, server):
     assert page.console_errors == []
 
 
-def test_block_widgets_fit_a_phone(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
-    page = context.new_page()
-    try:
-        page.goto(server + CHAPTER)
-        page.wait_for_selector(f"{MLP} .tw-plot .main-svg", timeout=20_000)
-        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-        assert overflow <= 0
-    finally:
-        context.close()
+def test_block_widgets_fit_a_phone(phone, server, fits_the_screen):
+    phone.goto(server + CHAPTER)
+    fits_the_screen(phone, MLP)

@@ -52,14 +52,6 @@ def test_mask_widget_moves_and_shows_the_nan_row(page, server):
     assert page.console_errors == []
 
 
-def test_mask_widget_fits_a_phone(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
-    page = context.new_page()
-    try:
-        page.goto(server + CHAPTER)
-        page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-        width = page.evaluate(f"document.querySelector('{WIDGET}').getBoundingClientRect().width")
-        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-        assert width <= 390 and overflow <= 0
-    finally:
-        context.close()
+def test_mask_widget_fits_a_phone(phone, server, fits_the_screen):
+    phone.goto(server + CHAPTER)
+    fits_the_screen(phone, WIDGET)
