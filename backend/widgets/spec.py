@@ -130,6 +130,12 @@ class Param:
                     f"{where} must be from {self.describe_range()}, got {_fmt(value)}",
                     self.name,
                 )
+            # An integer's step is part of its rule (a width in whole heads, an even size): the
+            # slider only offers the grid, and a typed value off it is a clear 400 too.
+            if self.type == "int" and self.step and self.step > 1 and (value - self.min) % self.step:
+                grid = (f"a multiple of {_fmt(self.step)}" if self.min % self.step == 0 else
+                        f"{_fmt(self.min)} plus a multiple of {_fmt(self.step)}")
+                raise ParamError(f"{where} must be {grid}, got {_fmt(value)}", self.name)
             return value
         if self.type == "choice":
             if not isinstance(value, str) or value not in self.options:

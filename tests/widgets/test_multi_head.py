@@ -69,14 +69,22 @@ def test_result_has_summary_table_and_phone_layout(client):
     ({"n_heads": 8, "n_kv": 3}, "key/value heads n_kv"),
     ({"n_heads": 4, "n_kv": 8}, "key/value heads n_kv"),
     ({"n_heads": 6, "d_model": 512}, "model width d"),
-    ({"n_heads": 8, "d_model": 40}, "model width d"),  # off the step: d/h = 5 is odd, RoPE refuses
-    ({"n_heads": 1, "n_kv": 1, "d_model": 48}, "model width d"),  # off the step of 32
 ])
 def test_cross_parameter_rules_are_400s_naming_both_labels(client, params, label):
     r = client.post(URL, json=params)
     assert r.status_code == 400
     msg = r.get_json()["error"]
     assert label in msg and "query heads h" in msg
+
+
+@pytest.mark.parametrize("params", [
+    {"n_heads": 8, "d_model": 40},            # off the step: d/h = 5 would be odd, RoPE refuses
+    {"n_heads": 1, "n_kv": 1, "d_model": 48},
+])
+def test_a_width_off_the_step_is_a_400_naming_it(client, params):
+    r = client.post(URL, json=params)
+    assert r.status_code == 400
+    assert r.get_json()["error"].startswith("'model width d' must be a multiple of 32")
 
 
 def test_divisor_message_lists_the_choices(client):
