@@ -44,7 +44,9 @@
     var text;
     if (kind === "f") text = value.toFixed(prec === null ? 6 : prec);
     else if (kind === "%") text = (value * 100).toFixed(prec === null ? 6 : prec) + "%";
-    else if (kind === "e") text = value.toExponential(prec === null ? 6 : prec);
+    // Python writes at least two exponent digits (2.1e-07); JavaScript one (2.1e-7).
+    else if (kind === "e") text = value.toExponential(prec === null ? 6 : prec)
+      .replace(/e([+-])(\d)$/, "e$10$2");
     else if (kind === "d") text = Math.round(value).toString();
     else {
       var p = prec === null ? 6 : Math.max(1, prec);

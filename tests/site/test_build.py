@@ -98,7 +98,7 @@ def test_prose_numbers_are_computed(built_site):
     assert f"<strong>{v64['var_scaled']:.3f}</strong>" in html
     assert f"{v512['var_unscaled']:.1f}" in html
     assert f"<td>{v64['max_prob_unscaled']:.3f}</td>" in html
-    assert f"<td>{v64['saturated_unscaled']:.1%}</td>" in html
+    assert f"<td>{v64['saturated_unscaled']:.0%}</td>" in html
     assert "{{" not in html, "an unexpanded value() call reached the page"
 
 
@@ -151,7 +151,7 @@ def test_notebook_figures_are_handed_to_the_runtime(built_site):
 
 def test_each_widget_instance_owns_its_url_keys(built_site):
     configs = widget_configs(built_site / "chapters/attention-maps/index.html")
-    assert [c["key"] for c in configs] == ["attention_map", "attention_map.2"]
+    assert [c["key"] for c in configs] == ["attention_sink", "attention_map", "attention_map.2"]
     assert widget_configs(built_site / "chapters/scaling/index.html")[0]["key"] == "attention_scaling"
 
 

@@ -160,7 +160,7 @@ def test_notebook_ran_standalone_and_links_to_its_chapter(built_site):
     nb = json.loads((ROOT / "docs/exercises/llm101-03-self-attention.ipynb").read_text())
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     imported = set(re.findall(r"^(?:from|import) (\w+)", code, re.M))
-    assert imported <= {"math", "torch", "plotly", "IPython", "numpy"}, imported
+    assert imported <= {"math", "os", "torch", "plotly", "IPython", "numpy"}, imported
     assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
 
 
