@@ -5,7 +5,8 @@ against `make serve`'s gunicorn.
                                                         [--site DIR]
 
 Needs a built book in site/ (`make build`). For each widget it opens the chapter that shows it,
-takes the first slider that is enabled, and moves it to `--moves` different stops spread over its
+takes the first slider that is enabled (or, for a widget of choices only, its first select), and
+moves it to `--moves` different stops spread over its
 range, one at a time, waiting for Plotly's `afterplot` after each. Each stop is a new setting,
 so the server computes it (answers from the server's cache are counted apart). Prints a JSON line
 per widget and writes them all to --out (default tests/benchmarks/results/slider_latency.json):
@@ -55,7 +56,15 @@ def summary(xs: list[float]) -> dict:
 MOVE = """([w, stop]) => {
     const root = document.querySelector(w);
     const s = [...root.querySelectorAll('input[type=range]')].find(x => !x.disabled);
-    if (!s) return null;
+    if (!s) {  // a widget of choices only: step through the first select's options instead
+        const sel = [...root.querySelectorAll('select')].find(x => !x.disabled);
+        if (!sel) return null;
+        const i = Math.round(stop * (sel.options.length - 1));
+        if (sel.selectedIndex === i) return sel.name + ' (unchanged)';
+        window.__plotted = 0; window.__moved = performance.now();
+        sel.selectedIndex = i; sel.dispatchEvent(new Event('change', {bubbles: true}));
+        return sel.name;
+    }
     const lo = +s.min, hi = +s.max, step = s.step === 'any' ? 0 : +s.step;
     let v = lo + (hi - lo) * stop;
     if (step) v = lo + Math.round((v - lo) / step) * step;
@@ -78,12 +87,14 @@ def bench_widget(page, base: str, name: str, path: str, moves: int) -> dict:
         slider = page.evaluate(MOVE, [w, stop])
         if slider is None:
             break
+        if slider.endswith("(unchanged)"):
+            continue
         try:
             page.wait_for_function("window.__plotted > window.__moved", timeout=30_000)
         except Exception:  # the setting was refused or redrew nothing: not a latency
             continue
         latencies.append(page.evaluate("window.__plotted - window.__moved"))
-        status = page.locator(f"{w} .tw-status").inner_text()
+        status = page.locator(f"{w} .tw-status").first.inner_text()
         if "server's cache" in status:
             cached += 1
         elif " in " in status and " ms" in status:
