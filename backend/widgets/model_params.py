@@ -23,7 +23,8 @@ from backend.bookmodel import WEIGHTS_DIR
 from backend.reference.config import ModelConfig
 from backend.reference.counting import build_on_meta, count_parameters
 from backend.reference.presets import PRESETS
-from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
+from backend.widgets.shapes import check_heads
+from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, SERIES
 
 BOOK = ModelConfig(**json.loads((WEIGHTS_DIR / "config.json").read_text()))
@@ -111,15 +112,7 @@ def config_of(params: dict) -> ModelConfig:
     """The ModelConfig the widget's fields describe (a ParamError naming the control if invalid)."""
     labels = {p.name: p.label for p in SPEC.params}
     d, h, kv = params["d_model"], params["n_heads"], params["n_kv"]
-    if d % h:
-        raise ParamError(f"'{labels['n_heads']}' must divide '{labels['d_model']}' ({d}); "
-                         f"got {h}", "n_heads")
-    if (d // h) % 2:
-        raise ParamError(f"'{labels['d_model']}' / '{labels['n_heads']}' = {d // h} must be even: "
-                         "RoPE rotates pairs of dimensions", "n_heads")
-    if kv > h or h % kv:
-        raise ParamError(f"'{labels['n_kv']}' must divide '{labels['n_heads']}' ({h}); got {kv}",
-                         "n_kv")
+    check_heads(d, h, kv, labels)
     base = CHOICES.get(params["preset"], D)
     return base.replace(**{f: params[p] for p, f in FIELDS.items()}, max_seq_len=LOGIT_TOKENS)
 

@@ -16,6 +16,7 @@ import os
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_parameters
 from backend.reference.llama_compare import ATTENTION_TOLERANCE, LOGIT_TOLERANCE, LOSS_TOLERANCE, compare
+from backend.widgets.shapes import check_heads
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES
 
@@ -80,15 +81,7 @@ LABELS = {p.name: p.label for p in SPEC.params}
 def config_of(params: dict) -> ModelConfig:
     """The ModelConfig the controls describe, or a ParamError naming the control at fault."""
     d, h, kv = params["d_model"], params["n_heads"], params["n_kv"]
-    if d % h:
-        raise ParamError(f"'{LABELS['n_heads']}' must divide '{LABELS['d_model']}' ({d}); got {h}",
-                         "n_heads")
-    if (d // h) % 2:
-        raise ParamError(f"'{LABELS['d_model']}' / '{LABELS['n_heads']}' = {d // h} must be even: "
-                         "RoPE rotates pairs of dimensions", "n_heads")
-    if kv > h or h % kv:
-        raise ParamError(f"'{LABELS['n_kv']}' must divide '{LABELS['n_heads']}' ({h}); got {kv}",
-                         "n_kv")
+    check_heads(d, h, kv, LABELS)
     cfg = ModelConfig(vocab_size=params["vocab"], d_model=d, n_layers=params["n_layers"], n_heads=h,
                       n_kv_heads=kv, d_ff=params["d_ff"], max_seq_len=params["seq_len"],
                       rope_theta=float(params["rope_theta"]), tie_embeddings=params["tied"])
