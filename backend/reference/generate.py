@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .kv_cache import KVCache
 from .model import DecoderLM
 from .sampling import check_sampling_args, sample_next_token
 
@@ -27,6 +28,7 @@ class GenerationResult:
     tokens_processed: int  # positions run through the model, summed over steps (per sequence)
     finished: torch.Tensor | None = None  # (B,) True where the row emitted eos_token_id
     attention_mask: torch.Tensor | None = None  # (B, T_prompt + n_steps) when a padding mask was given
+    cache: KVCache | None = None  # the filled cache of a cached run: T_prompt + n_steps - 1 positions
 
 
 # --8<-- [start:generate]
@@ -75,12 +77,15 @@ def generate(
             break
     vocab = model.config.vocab_size
     step_logits = torch.stack(all_logits, dim=1) if all_logits else tokens.new_zeros((B, 0, vocab), dtype=torch.float32)
-    return GenerationResult(tokens, step_logits, processed, finished if eos_token_id is not None else None, attention_mask)
+    return GenerationResult(tokens, step_logits, processed, finished if eos_token_id is not None else None, attention_mask,
+                            cache)
 # --8<-- [end:generate]
 
 
+# --8<-- [start:token_steps]
 def token_steps(n_new: int, use_cache: bool, prompt_len: int = 1) -> int:
     """Positions processed to generate n_new tokens, the count ``generate`` reports, in closed form."""
     if use_cache:
         return prompt_len + max(n_new - 1, 0)
     return sum(prompt_len + i for i in range(n_new))
+# --8<-- [end:token_steps]

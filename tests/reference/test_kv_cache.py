@@ -58,3 +58,82 @@ def test_token_steps_counted_by_generate():
         assert result.tokens_processed == token_steps(6, use_cache, prompt_len=4)
     assert token_steps(6, True, 4) == 4 + 5
     assert token_steps(6, False, 4) == 4 + 5 + 6 + 7 + 8 + 9
+
+
+# --- backend/reference/decode.py: key rows, the prefix's K/V, timing --------------------------
+
+from backend.reference import decode  # noqa: E402
+
+
+def test_the_handouts_token_step_arithmetic():
+    # handout 003: n (n + 1) / 2 against n, printed for 1,000, 400 and (the "Try") 800 tokens
+    assert (token_steps(1000, False), token_steps(1000, True)) == (500_500, 1_000)
+    assert (token_steps(400, False), token_steps(400, True)) == (400 * 401 // 2, 400) == (80_200, 400)
+    assert (token_steps(800, False), token_steps(800, True)) == (320_400, 800)
+
+
+@torch.no_grad()
+def test_key_rows_counted_at_every_k_proj_equal_the_positions_generate_reports():
+    """Oracle: forward hooks on every layer's k_proj count the rows it actually computed."""
+    model = DecoderLM(CFG).eval()
+    rows = [0] * CFG.n_layers
+    hooks = [layer.attn.k_proj.register_forward_hook(
+        lambda m, inp, out, i=i: rows.__setitem__(i, rows[i] + out.shape[0] * out.shape[1]))
+        for i, layer in enumerate(model.layers)]
+    try:
+        for use_cache in (False, True):
+            rows[:] = [0] * CFG.n_layers
+            result = generate(model, torch.randint(0, 53, (1, 3)), 12, use_cache=use_cache, greedy=True)
+            assert rows == [result.tokens_processed] * CFG.n_layers
+            assert rows[0] == token_steps(12, use_cache, prompt_len=3)
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+@torch.no_grad()
+def test_cached_generation_returns_its_filled_cache():
+    model = DecoderLM(CFG).eval()
+    out = generate(model, torch.randint(0, 53, (1, 4)), 6, use_cache=True, greedy=True)
+    assert out.cache.seq_len == 4 + 6 - 1  # the last token was sampled, never fed back
+    assert out.cache.nbytes() == kv_cache_bytes_for(CFG, 9, dtype=torch.float32)
+    assert generate(model, torch.randint(0, 53, (1, 4)), 6, use_cache=False).cache is None
+
+
+@torch.no_grad()
+def test_layer_kv_is_what_the_models_own_forward_caches():
+    model = DecoderLM(CFG).eval()
+    ids = torch.randint(0, 53, (2, 9))
+    theirs = model.new_cache()
+    model(ids, cache=theirs)
+    ours = decode.layer_kv(model, ids, causal=True)
+    for a, b in zip(ours.keys + ours.values, theirs.keys + theirs.values):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@torch.no_grad()
+def test_prefix_kv_stay_under_the_causal_mask_and_move_without_it():
+    model = DecoderLM(CFG).eval()
+    for p in model.parameters():  # larger weights than the init, so attention is not uniform
+        p.mul_(20)
+    ids = torch.randint(0, 53, (1, 17))
+    causal = decode.prefix_kv_change(model, ids, causal=True)
+    bidirectional = decode.prefix_kv_change(model, ids, causal=False)
+    assert len(causal) == CFG.n_layers and max(causal) <= 1e-5
+    # layer 1's K/V are projections of each token's own embedding: no mask can change them
+    assert bidirectional[0] == 0.0
+    assert bidirectional[1] > 1e3 * max(max(causal), 1e-7)
+
+
+def test_time_decode_warms_up_then_interleaves_its_repeats(monkeypatch):
+    model = DecoderLM(CFG).eval()
+    calls = []
+    real = decode.generate
+    monkeypatch.setattr(decode, "generate",
+                        lambda m, p, n, use_cache, greedy: calls.append((n, use_cache)) or real(
+                            m, p, n, use_cache=use_cache, greedy=greedy))
+    t = decode.time_decode(model, torch.randint(0, 53, (1, 2)), 20, repeats=3, warmup_steps=4)
+    assert calls == [(4, True), (4, False)] + [(20, True), (20, False)] * 3
+    assert len(t.cache_ms) == len(t.no_cache_ms) == 3 and min(t.cache_ms + t.no_cache_ms) > 0
+    assert torch.equal(t.with_cache.tokens, t.without_cache.tokens)
+    assert t.cache_bytes == kv_cache_bytes_for(CFG, 2 + 20 - 1, dtype=torch.float32)
