@@ -63,7 +63,7 @@ SPEC = WidgetSpec(
     ),
     # Baked for readers without the API: the handout's 400 and a sweep below it on the random
     # model, the book's model at its own range, a few prompt lengths.
-    bake=tuple({"steps": n} for n in (25, 50, 200, 400))
+    bake=tuple({"steps": n} for n in (25, 50, 96, 200, 400))
     + tuple({"model": "book", "steps": n} for n in (25, 50, 96))
     + tuple({"prompt_len": p} for p in (8, 32)),
     cost_hint="heavy",

@@ -1,0 +1,74 @@
+"""The KV-cache chapter in Chromium: the baked run drawn, then re-measured live as the controls move."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHAPTER = "/chapters/kv-cache/"
+WIDGET = '[data-widget="kv_decode"]'
+
+
+def value_text(page, name):
+    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
+
+
+def set_box(page, name, value):
+    box = page.locator(f'{WIDGET} input[name="{name}-value"]')
+    box.fill(str(value))
+    box.dispatch_event("change")
+
+
+def test_the_widget_draws_and_follows_steps_prompt_and_model(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    assert "cpu" in value_text(page, "measured_on")
+    assert value_text(page, "key_rows_no_cache").split()[0] == "5,050"   # the default 100 steps
+    assert value_text(page, "key_rows_cache").split()[0] == "100"
+
+    set_box(page, "steps", 30)
+    page.wait_for_function(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        return w.dataset.source === 'live' &&
+            w.querySelector('.tw-plot').data[2].x[0] === 30;
+    }}""", timeout=60_000)
+    assert value_text(page, "key_rows_no_cache").split()[0] == "465"      # 30 * 31 / 2
+
+    set_box(page, "prompt_len", 4)
+    page.wait_for_function(f"""() => document.querySelector('{WIDGET}')
+        .querySelector('.tw-plot').data[2].y[1] === 33""", timeout=60_000)  # 4 + 30 - 1
+
+    page.locator(f'{WIDGET} select[name="model"]').select_option("book")
+    page.wait_for_function(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        return w.dataset.source === 'live' && w.querySelector('.tw-plot').data[2].y[0] === 4 * 30 + 435;
+    }}""", timeout=60_000)
+    assert page.locator(f'{WIDGET} input[type=range][name="steps"]').count() == 1
+    assert page.console_errors == []
+
+
+def test_steps_out_of_range_are_refused_in_words(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    set_box(page, "steps", 5000)
+    page.wait_for_function(f"""() => document.querySelector('{WIDGET}').innerText
+        .includes('from 1 to 400')""", timeout=20_000)
+    page.locator(f'{WIDGET} select[name="model"]').select_option("book")
+    set_box(page, "steps", 97)
+    page.wait_for_function(f"""() => document.querySelector('{WIDGET}').innerText
+        .includes('from 1 to 96')""", timeout=20_000)
+
+
+def test_with_the_api_blocked_the_handouts_400_steps_are_baked(page, server):
+    page.route("**/api/**", lambda route: route.abort())
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    set_box(page, "steps", 400)
+    page.wait_for_function(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        return w.dataset.source === 'precomputed' &&
+            w.querySelector('.tw-plot').data[2].x[0] === 400;
+    }}""", timeout=20_000)
+    assert value_text(page, "key_rows_no_cache").split()[0] == "80,200"
+    assert value_text(page, "key_rows_cache").split()[0] == "400"

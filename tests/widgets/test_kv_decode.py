@@ -1,0 +1,114 @@
+"""The kv_decode widget through the API: the handout's key-row counts, identical tokens with and
+without a cache, measured times for shape only, bounded inputs, serialised timings."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+import torch
+
+from backend.reference import decode
+from backend.reference.generate import token_steps
+from backend.widgets import kv_decode as w
+from backend.widgets import measure
+
+URL = "/api/widgets/kv_decode"
+
+
+@pytest.fixture(autouse=True)
+def private_lock(tmp_path, monkeypatch):
+    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
+    w.measure.cache_clear()
+    w.prefix_change.cache_clear()
+    yield
+    w.measure.cache_clear()
+    w.prefix_change.cache_clear()
+
+
+def post(client, **params):
+    return client.post(URL, data=json.dumps(params), content_type="application/json")
+
+
+def test_400_steps_reproduce_the_handouts_key_rows_and_the_runs_agree(client):
+    resp = post(client, steps=400)
+    assert resp.status_code == 200
+    body = resp.get_json()
+    v = body["values"]
+    assert (v["key_rows_no_cache"], v["key_rows_cache"]) == (80_200, 400)
+    assert v["work_ratio"] == 80_200 / 400
+    assert v["tokens_identical"] is True and v["max_logit_diff"] <= 1e-5
+    assert v["repeats"] == w.REPEATS == len(v["runs_cache"]) == len(v["runs_no_cache"])
+    assert v["ms_cache"] == statistics.median(v["runs_cache"])
+    assert v["spread_no_cache"] == [min(v["runs_no_cache"]), max(v["runs_no_cache"])]
+    assert v["speedup"] == pytest.approx(v["ms_no_cache"] / v["ms_cache"], rel=1e-12)
+    # the cache holds every position but the last token: 2 (K, V) x L x n_kv x d_head x 4 bytes
+    assert v["cache_positions"] == 400 - 1 + 1
+    assert v["cache_bytes_per_token"] == 2 * 2 * 1 * 16 * 4
+    assert v["device"] == "cpu" and v["measured_on"] == f"cpu (1 thread), float32, torch {torch.__version__}"
+    assert v["measured_on"] in body["summary"] and "80,200" in body["summary"]
+    assert body["table"]["rows"][0][1] == "80,200" and body["table"]["rows"][1][1] == "400"
+    assert {o["name"] for o in w.SPEC.to_json()["outputs"]} <= set(v)
+
+
+@pytest.mark.parametrize("params", [{"steps": 30, "prompt_len": 7},
+                                    {"model": "book", "steps": 40, "prompt_len": 12}])
+def test_key_rows_follow_the_formula_with_a_prompt_on_both_models(client, params):
+    v = post(client, **params).get_json()["values"]
+    n, p = params["steps"], params["prompt_len"]
+    assert v["key_rows_no_cache"] == n * p + n * (n - 1) // 2 == token_steps(n, False, p)
+    assert v["key_rows_cache"] == p + n - 1
+    assert v["tokens_identical"] is True and v["max_logit_diff"] <= 1e-4
+
+
+def test_the_figure_draws_measured_counts_on_the_formula_curves():
+    out = w.compute(w.SPEC.resolve({"steps": 120}))
+    data = out["figure"]["data"]
+    no_cache, cache, counted = data[0], data[1], data[2]
+    assert len(no_cache["x"]) <= w.MAX_CURVE_POINTS + 1 and no_cache["x"][-1] == 120
+    assert no_cache["y"][-1] == counted["y"][0] and cache["y"][-1] == counted["y"][1]
+    assert counted["x"] == [120, 120]
+    assert "narrow" in out["figure"]
+    text = json.dumps(out["figure"]).lower()
+    for key in ("paper_bgcolor", "plot_bgcolor", "#fff", "#000", "white", "black"):
+        assert key not in text
+
+
+@pytest.mark.parametrize("body,param,words", [
+    ({"steps": 0}, "steps", "'new tokens' must be from 1 to 400"),
+    ({"steps": 401}, "steps", "from 1 to 400"),
+    ({"model": "book", "steps": 97}, "steps", "128 positions"),
+    ({"prompt_len": 33}, "prompt_len", "'prompt length' must be from 1 to 32"),
+    ({"model": "gpt"}, "model", "'model' must be one of"),
+    ({"steps": 2.5}, "steps", "must be an integer"),
+])
+def test_bad_input_is_a_400_naming_the_control(client, body, param, words):
+    resp = post(client, **body)
+    assert resp.status_code == 400
+    assert resp.get_json()["param"] == param and words in resp.get_json()["error"]
+
+
+def test_every_setting_fits_its_models_positions():
+    assert w.MAX_PROMPT + w.MAX_STEPS <= w.RANDOM_CONFIG.max_seq_len
+    book = w.model_for("book").config
+    assert w.MAX_PROMPT + w.BOOK_MAX_STEPS <= book.max_seq_len
+
+
+def test_timings_run_under_the_lock_on_one_thread_and_are_remembered(monkeypatch):
+    seen = []
+    real = decode.time_decode
+
+    def spy(*a, **k):
+        with pytest.raises(Exception):  # the lock is held: a second taker waits, then gives up
+            with measure.timing_lock(wait=0.05):
+                pass
+        seen.append(torch.get_num_threads())
+        return real(*a, **k)
+
+    monkeypatch.setattr(decode, "time_decode", spy)
+    before = torch.get_num_threads()
+    a = w.compute(w.SPEC.resolve({"steps": 5}))["values"]
+    b = w.compute(w.SPEC.resolve({"steps": 5}))["values"]
+    assert seen == [1] and torch.get_num_threads() == before
+    assert a["runs_cache"] == b["runs_cache"]
