@@ -13,6 +13,7 @@ and remembered per worker for each (model, steps, prompt length).
 
 from __future__ import annotations
 
+import copy
 import math
 import statistics
 from functools import lru_cache
@@ -97,13 +98,15 @@ def handout_values() -> dict:
 
 @lru_cache(maxsize=2)
 def model_for(name: str) -> DecoderLM:
+    dev = device.device()
     if name == "book":
         from backend.bookmodel.load import shared_model
         model = shared_model()[0]
-    else:
-        torch.manual_seed(RANDOM_SEED)
-        model = DecoderLM(RANDOM_CONFIG).eval()
-    return model.to(device.device())
+        # `.to` moves a module in place: other widgets share this one on the CPU, so a GPU gets
+        # its own copy
+        return model if dev == "cpu" else copy.deepcopy(model).to(dev)
+    torch.manual_seed(RANDOM_SEED)
+    return DecoderLM(RANDOM_CONFIG).eval().to(dev)
 
 
 def prompt_for(name: str, prompt_len: int) -> torch.Tensor:

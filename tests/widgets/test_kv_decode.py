@@ -112,3 +112,17 @@ def test_timings_run_under_the_lock_on_one_thread_and_are_remembered(monkeypatch
     b = w.compute(w.SPEC.resolve({"steps": 5}))["values"]
     assert seen == [1] and torch.get_num_threads() == before
     assert a["runs_cache"] == b["runs_cache"]
+
+
+def test_a_gpu_host_gets_its_own_copy_of_the_shared_book_model(monkeypatch):
+    """Simulated with the meta device: the shared model other widgets use must stay where it is."""
+    from backend.bookmodel.load import shared_model
+    w.model_for.cache_clear()
+    monkeypatch.setattr(w.device, "device", lambda: "meta")
+    try:
+        moved = w.model_for("book")
+        shared = shared_model()[0]
+        assert moved is not shared and next(moved.parameters()).device.type == "meta"
+        assert next(shared.parameters()).device.type == "cpu"
+    finally:
+        w.model_for.cache_clear()
