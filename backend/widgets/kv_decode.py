@@ -249,19 +249,28 @@ def _figure(steps: int, P: int, v: dict) -> dict:
     return {"data": data, "layout": layout, "narrow": narrow}
 
 
+def _num(ms: float) -> str:
+    """Milliseconds as a reader writes them: 2,485 and 833, but 0.512."""
+    return f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}"
+
+
+def _ms(ms: float) -> str:
+    return _num(ms) + " ms"
+
+
 def _summary(name: str, steps: int, P: int, v: dict) -> str:
     which = "the book's model" if name == "book" else "the random reference model"
     same = "the same tokens" if v["tokens_identical"] else "different tokens"
     return (f"Generating {steps} tokens from a {P}-token prompt with {which}, the run without a "
             f"cache computed {v['key_rows_no_cache']:,} key rows per layer and the cached run "
             f"{v['key_rows_cache']:,}; medians of {v['repeats']} runs on {v['measured_on']}: "
-            f"{v['ms_no_cache']:.3g} ms against {v['ms_cache']:.3g} ms. Both wrote {same}, "
+            f"{_ms(v['ms_no_cache'])} against {_ms(v['ms_cache'])}. Both wrote {same}, "
             f"with logits at most {v['max_logit_diff']:.1e} apart.")
 
 
 def _table(v: dict) -> dict:
-    rows = [[label, f"{v['key_rows_' + key]:,}", f"{v['ms_' + key]:.3g}",
-             f"{v['spread_' + key][0]:.3g}–{v['spread_' + key][1]:.3g}"]
+    rows = [[label, f"{v['key_rows_' + key]:,}", _num(v['ms_' + key]),
+             f"{_num(v['spread_' + key][0])}–{_num(v['spread_' + key][1])}"]
             for label, key in (("no cache", "no_cache"), ("cache", "cache"))]
     return {"caption": f"Key rows per layer and wall-clock time, {v['repeats']} runs each, on "
                        f"{v['measured_on']}",
