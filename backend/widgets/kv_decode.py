@@ -68,6 +68,9 @@ SPEC = WidgetSpec(
     + tuple({"model": "book", "steps": n} for n in (25, 50, 96))
     + tuple({"prompt_len": p} for p in (8, 32)),
     cost_hint="heavy",
+    # Every bake point is in the page; warming them would cost each worker tens of seconds of
+    # timing at start and hold the timing lock against the first readers.
+    warm=False,
 )
 
 # The random reference model: small, so its time is mostly the per-step work every decoder pays
