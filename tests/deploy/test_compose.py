@@ -7,9 +7,10 @@ the stopped replica when it went (the proxy retries the rest on a live replica).
 computed by one replica must come back `cached` from another: the cache is shared through Redis.
 
 Needs root and podman (apt: podman buildah runc debootstrap). Without them the module skips with
-the reason; under CI=true it fails instead. Cost on a 2-core machine: the app image (built by
-tests/container/check.sh, reused when present) plus ~1-2 min for the stack; see
-docs/instructors.md for the figures measured.
+the reason; under CI=true it fails instead. Cost, measured on a 2-core machine shared with other
+builds (load average ~13): 4 min 22 s for the module (stack healthy 190 s after `up`, the load
+55 s, teardown), plus the app image when it is not there yet (tests/container/check.sh builds
+it; pass BOOK_IMAGE to reuse one) and ~1.5 min once for deploy/local-bases.sh.
 
 Settings (environment): BOOK_IMAGE (an app image to use instead of building one),
 NGINX_BASE / REDIS_IMAGE (default: the local stand-ins deploy/local-bases.sh makes).
