@@ -10,7 +10,7 @@ Needs root and podman (apt: podman buildah runc debootstrap). Without them the m
 the reason; under CI=true it fails instead. Cost, measured on a 2-core machine shared with other
 builds (load average ~13): 4 min 22 s for the module (stack healthy 190 s after `up`, the load
 55 s, teardown), plus the app image when it is not there yet (tests/container/check.sh builds
-it; pass BOOK_IMAGE to reuse one) and ~1.5 min once for deploy/local-bases.sh.
+it from this tree each run; pass BOOK_IMAGE to use a ready one) and ~1.5 min once for deploy/local-bases.sh.
 
 Settings (environment): BOOK_IMAGE (an app image to use instead of building one),
 NGINX_BASE / REDIS_IMAGE (default: the local stand-ins deploy/local-bases.sh makes).
@@ -101,9 +101,10 @@ class Stack:
         return self.run("podman", *args, **kw)
 
     def prepare_images(self):
-        if self.podman("image", "exists", self.env["BOOK_IMAGE"], check=False).returncode != 0:
-            # The image engineer's helper: builds the Dockerfile (local bases where registries
-            # are unreachable) and probes the image.
+        if "BOOK_IMAGE" not in os.environ:
+            # Built from this tree every run (layers are reused, so a warm build is quick), so
+            # the stack never runs a stale image. The image's own helper: builds the
+            # Dockerfile (local bases where registries are unreachable) and probes the image.
             subprocess.run([str(ROOT / "tests/container/check.sh")], cwd=ROOT, check=True,
                            timeout=1800, env={**self.env, "IMAGE": self.env["BOOK_IMAGE"]})
         if "NGINX_BASE" not in os.environ or "REDIS_IMAGE" not in os.environ:
