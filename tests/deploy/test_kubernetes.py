@@ -1,0 +1,190 @@
+"""deploy/kubernetes/: every manifest is a valid Kubernetes object (schemas bundled with the
+`kubernetes-validate` package, so no cluster and no network), and the manifests agree with the
+app: the port gunicorn binds, the health route Flask serves, the environment variables the
+server reads.
+
+The GPU overlay is a kustomize strategic-merge patch; the test applies it to the base the way
+kustomize does (maps merge, lists of named items merge by `name`) and validates the result.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "deploy" / "kubernetes"
+# The oldest Kubernetes minor still supported upstream when this was written; the manifests use
+# nothing newer (autoscaling/v2, policy/v1, networking.k8s.io/v1 are all GA well before).
+K8S_VERSION = "1.30.0"
+
+# The environment contract every engineer wrote against (notes/infra-common.md); once
+# backend/settings.py (the one table) exists, names are checked against it as well.
+ENV_CONTRACT = {
+    "HOST", "PORT", "WEB_CONCURRENCY", "BOOK_THREADS", "BOOK_ACCESS_LOG", "BOOK_DEVICE",
+    "BOOK_SITE_DIR", "BOOK_MAX_BODY_BYTES", "BOOK_MAX_CONCURRENT", "BOOK_COMPUTE_WAIT_SECONDS",
+    "BOOK_HEAVY_WAIT_SECONDS", "BOOK_RATE_LIMIT", "BOOK_CACHE_URL", "BOOK_CACHE_TTL_SECONDS",
+    "BOOK_CORS_ORIGINS", "BOOK_API_URL", "BOOK_HF_CHECKPOINT", "BOOK_TIMING_LOCK",
+    "BOOK_TRUSTED_PROXIES",
+}
+
+
+def load_all(path: Path) -> list[dict]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def kustomization(folder: Path) -> dict:
+    return yaml.safe_load((folder / "kustomization.yaml").read_text())
+
+
+def base_objects() -> list[dict]:
+    objs = []
+    for name in kustomization(K8S / "base")["resources"]:
+        objs += load_all(K8S / "base" / name)
+    return objs
+
+
+def find(objs: list[dict], kind: str, name: str) -> dict:
+    matches = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name]
+    assert len(matches) == 1, f"expected one {kind}/{name}, found {len(matches)}"
+    return matches[0]
+
+
+def strategic_merge(base, patch):
+    """kustomize's strategic merge for the fields the overlay touches."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        out = dict(base)
+        for key, value in patch.items():
+            out[key] = strategic_merge(base[key], value) if key in base else copy.deepcopy(value)
+        return out
+    if (isinstance(base, list) and isinstance(patch, list)
+            and all(isinstance(x, dict) and "name" in x for x in base + patch)):
+        out = [copy.deepcopy(x) for x in base]
+        for item in patch:
+            for i, existing in enumerate(out):
+                if existing["name"] == item["name"]:
+                    out[i] = strategic_merge(existing, item)
+                    break
+            else:
+                out.append(copy.deepcopy(item))
+        return out
+    return copy.deepcopy(patch)
+
+
+def gpu_objects() -> list[dict]:
+    kust = kustomization(K8S / "gpu")
+    assert kust["resources"] == ["../base"]
+    objs = base_objects()
+    for entry in kust["patches"]:
+        patch = yaml.safe_load((K8S / "gpu" / entry["path"]).read_text())
+        target = find(objs, patch["kind"], patch["metadata"]["name"])
+        objs[objs.index(target)] = strategic_merge(target, patch)
+    return objs
+
+
+def book_container(objs: list[dict]) -> dict:
+    (container,) = find(objs, "Deployment", "book")["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_every_file_is_listed_in_its_kustomization():
+    for folder in (K8S / "base", K8S / "gpu"):
+        kust = kustomization(folder)
+        listed = set(kust.get("resources", [])) | {p["path"] for p in kust.get("patches", [])}
+        on_disk = {p.name for p in folder.glob("*.yaml")} - {"kustomization.yaml"}
+        assert on_disk == listed - {"../base"}, folder
+
+
+@pytest.mark.parametrize("variant", ["base", "gpu"])
+def test_manifests_validate_against_the_kubernetes_schemas(variant):
+    objs = base_objects() if variant == "base" else gpu_objects()
+    kinds = {o["kind"] for o in objs}
+    assert {"ConfigMap", "Deployment", "Service", "Ingress", "HorizontalPodAutoscaler",
+            "PodDisruptionBudget"} <= kinds
+    for obj in objs:
+        # strict: an unknown field (a typo such as `readinesProbe`) is an error, not ignored.
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+def test_the_validator_rejects_a_misspelt_field():
+    """The check above can fail: a probe under a wrong name is caught."""
+    deployment = copy.deepcopy(find(base_objects(), "Deployment", "book"))
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["readinesProbe"] = container.pop("readinessProbe")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(deployment, K8S_VERSION, strict=True)
+
+
+def test_probes_ports_and_service_match_the_app(client):
+    objs = base_objects()
+    container = book_container(objs)
+    config = find(objs, "ConfigMap", "book-env")["data"]
+    (port,) = container["ports"]
+    assert port["containerPort"] == int(config["PORT"]) == 8000
+    gunicorn_conf = (ROOT / "backend" / "gunicorn_conf.py").read_text()
+    assert "os.environ.get('PORT', '8000')" in gunicorn_conf
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        get = container[probe]["httpGet"]
+        assert get["port"] in (port["name"], port["containerPort"]), probe
+        assert client.get(get["path"]).status_code == 200, probe   # the app serves that route
+        assert get["path"] == "/api/health"
+    service = find(objs, "Service", "book")
+    assert service["spec"]["selector"] == find(objs, "Deployment", "book")["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["ports"][0]["targetPort"] == port["name"]
+    backend = find(objs, "Ingress", "book")["spec"]["rules"][0]["http"]["paths"][0]["backend"]
+    assert backend["service"] == {"name": "book", "port": {"name": "http"}}
+    assert backend["service"]["port"]["name"] == service["spec"]["ports"][0]["name"]
+    for kind in ("HorizontalPodAutoscaler",):
+        assert find(objs, kind, "book")["spec"]["scaleTargetRef"]["name"] == "book"
+    pdb = find(objs, "PodDisruptionBudget", "book")
+    assert pdb["spec"]["selector"] == find(objs, "Deployment", "book")["spec"]["selector"]
+
+
+def test_the_environment_names_are_the_apps():
+    objs = base_objects()
+    container = book_container(objs)
+    names = set(find(objs, "ConfigMap", "book-env")["data"])
+    names |= {e["name"] for e in container.get("env", []) if e["name"] != "TMPDIR"}
+    names |= {e["name"] for e in book_container(gpu_objects()).get("env", []) if e["name"] != "TMPDIR"}
+    unknown = names - ENV_CONTRACT
+    assert not unknown, f"not variables the server reads: {sorted(unknown)}"
+    settings = ROOT / "backend" / "settings.py"
+    if settings.exists():   # the one table of variables (guards' branch)
+        text = settings.read_text()
+        missing = {n for n in names if not re.search(rf"['\"]{n}['\"]", text)}
+        assert not missing, f"not in backend/settings.py: {sorted(missing)}"
+    config = find(objs, "ConfigMap", "book-env")["data"]
+    assert config["BOOK_CACHE_URL"] == "redis://redis:6379/0"
+    redis_service = find(objs, "Service", "redis")
+    assert redis_service["spec"]["ports"][0]["port"] == 6379
+    assert config["BOOK_TRUSTED_PROXIES"] == "1"
+
+
+def test_the_pods_run_as_the_images_non_root_user():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    uid = int(re.findall(r"^USER\s+(\d+)", dockerfile, re.M)[-1])
+    pod = find(base_objects(), "Deployment", "book")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == uid
+    sc = book_container(base_objects())["securityContext"]
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    for obj in base_objects():
+        if obj["kind"] == "Deployment":
+            for c in obj["spec"]["template"]["spec"]["containers"]:
+                assert c["resources"]["requests"] and c["resources"]["limits"]["memory"], c["name"]
+
+
+def test_the_gpu_variant_requests_a_gpu_and_computes_on_cuda():
+    container = book_container(gpu_objects())
+    for part in ("requests", "limits"):
+        assert container["resources"][part]["nvidia.com/gpu"] == 1
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["BOOK_DEVICE"] == "cuda"
+    assert env["TMPDIR"] == "/tmp"          # the base's entries survive the merge
+    assert container["readinessProbe"] == book_container(base_objects())["readinessProbe"]
