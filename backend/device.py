@@ -28,3 +28,18 @@ def describe() -> str:
         return f"{dev} ({torch.cuda.get_device_name(torch.device(dev))})"
     n = torch.get_num_threads()
     return f"cpu ({n} thread{'s' if n != 1 else ''})"
+
+
+# The memory a widget may plan against on the CPU: a fixed, stated budget (the host is shared,
+# and what is free right now says little about what is free a second later).
+CPU_MEMORY_BYTES = 512 * 2 ** 20
+
+
+def memory_bytes() -> int:
+    """Device memory a widget may plan against: on a GPU the bytes free right now
+    (`torch.cuda.mem_get_info`), on the CPU the fixed `CPU_MEMORY_BYTES`."""
+    dev = device()
+    if dev.startswith("cuda"):
+        free, _total = torch.cuda.mem_get_info(torch.device(dev))
+        return int(free)
+    return CPU_MEMORY_BYTES
