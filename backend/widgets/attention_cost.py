@@ -58,7 +58,26 @@ def ceiling(n_heads: int = 1, batch: int = 1, d_head: int = 64, dtype=torch.floa
 
 CEILING = ceiling()  # at the defaults: the slider's top on this device
 
-SPEC = WidgetSpec(
+
+class CeilingSpec(WidgetSpec):
+    """The spec, with the context range's error naming the device whose ceiling it is."""
+
+    def resolve(self, body):
+        try:
+            return super().resolve(body)
+        except ParamError as exc:
+            T = body.get("context_len") if isinstance(body, dict) else None
+            if (exc.param == "context_len" and isinstance(T, (int, float))
+                    and not isinstance(T, bool) and T > CEILING):
+                raise ParamError(
+                    f"'context length T' must be from {MIN_T} to {CEILING:,} on "
+                    f"{device.device()} (this device's ceiling at batch 1, 1 head of size 64 in "
+                    f"float32; more heads, batch or head size lower it), got {T:,}",
+                    "context_len") from None
+            raise
+
+
+SPEC = CeilingSpec(
     name="attention_cost",
     title="What attention costs: explicit against fused",
     description="FLOPs and score-matrix bytes of attention, counted, and the book's explicit "
@@ -131,6 +150,7 @@ def measure(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str) -> d
         with torch.no_grad():
             diff = (ac.eager(q, k, v).float() - ac.fused(q, k, v).float()).abs().max().item()
     out["max_abs_diff"] = diff
+    out["max_abs_v"] = v.abs().max().float().item()
     return out
 
 
@@ -173,6 +193,7 @@ def compute(params: dict) -> dict:
         "peak_bytes_eager": m["peak_eager"][-1],
         "peak_bytes_fused": m["peak_fused"][-1],
         "max_abs_diff": m["max_abs_diff"],
+        "max_abs_v": m["max_abs_v"],
         "score_mib": ac.score_bytes(T, h, B, dtype) / 2 ** 20,
         "peak_mib_eager": m["peak_eager"][-1] / 2 ** 20,
         "peak_mib_fused": m["peak_fused"][-1] / 2 ** 20,
