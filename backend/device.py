@@ -35,11 +35,25 @@ def describe() -> str:
 CPU_MEMORY_BYTES = 512 * 2 ** 20
 
 
+@lru_cache(maxsize=1)
 def memory_bytes() -> int:
-    """Device memory a widget may plan against: on a GPU the bytes free right now
-    (`torch.cuda.mem_get_info`), on the CPU the fixed `CPU_MEMORY_BYTES`."""
+    """Device memory a widget may plan against, asked once per process: on a GPU the bytes
+    free (`torch.cuda.mem_get_info`), on the CPU the fixed `CPU_MEMORY_BYTES`.
+
+    Widgets ask at import, and gunicorn imports them in its master before forking workers; a
+    process that has initialised CUDA cannot hand it to a forked child, so unless CUDA is
+    already initialised here the question goes to a short-lived child process."""
     dev = device()
-    if dev.startswith("cuda"):
-        free, _total = torch.cuda.mem_get_info(torch.device(dev))
+    if not dev.startswith("cuda"):
+        return CPU_MEMORY_BYTES
+    index = torch.device(dev).index or 0
+    if torch.cuda.is_initialized():
+        free, _total = torch.cuda.mem_get_info(index)
         return int(free)
-    return CPU_MEMORY_BYTES
+    import subprocess
+    import sys
+
+    ask = f"import torch; print(torch.cuda.mem_get_info({index})[0])"
+    out = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True,
+                         timeout=120, check=True)
+    return int(out.stdout.split()[-1])
