@@ -165,6 +165,7 @@ def table_values() -> dict:
                          "flops_32": ac.score_flops(n, 128, 32, 1)}
         table[str(n)]["score_gb"] = table[str(n)]["score_bytes"] / 1e9
         table[str(n)]["score_gb_32"] = table[str(n)]["score_bytes_32"] / 1e9
+        table[str(n)]["tflop_32"] = table[str(n)]["flops_32"] / 1e12
     return {"table": table}
 
 
