@@ -28,3 +28,32 @@ def describe() -> str:
         return f"{dev} ({torch.cuda.get_device_name(torch.device(dev))})"
     n = torch.get_num_threads()
     return f"cpu ({n} thread{'s' if n != 1 else ''})"
+
+
+# The memory a widget may plan against on the CPU: a fixed, stated budget (the host is shared,
+# and what is free right now says little about what is free a second later).
+CPU_MEMORY_BYTES = 512 * 2 ** 20
+
+
+@lru_cache(maxsize=1)
+def memory_bytes() -> int:
+    """Device memory a widget may plan against, asked once per process: on a GPU the bytes
+    free (`torch.cuda.mem_get_info`), on the CPU the fixed `CPU_MEMORY_BYTES`.
+
+    Widgets ask at import, and gunicorn imports them in its master before forking workers; a
+    process that has initialised CUDA cannot hand it to a forked child, so unless CUDA is
+    already initialised here the question goes to a short-lived child process."""
+    dev = device()
+    if not dev.startswith("cuda"):
+        return CPU_MEMORY_BYTES
+    index = torch.device(dev).index or 0
+    if torch.cuda.is_initialized():
+        free, _total = torch.cuda.mem_get_info(index)
+        return int(free)
+    import subprocess
+    import sys
+
+    ask = f"import torch; print(torch.cuda.mem_get_info({index})[0])"
+    out = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True,
+                         timeout=120, check=True)
+    return int(out.stdout.split()[-1])

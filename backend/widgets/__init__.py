@@ -30,6 +30,7 @@ _MODULES = (  # in the order the book meets them
     "sampling",
     "parity",
     "enc_dec_masks",
+    "attention_cost",
     "kv_decode",
 )
 

@@ -1,0 +1,236 @@
+"""Every qualitative sentence of docs/chapters/cost.md, asserted over computed values.
+
+Counted values are exact. Measured claims are orderings and shapes only: peak memory on a CPU
+is counted by a hook and does not depend on load; timing claims compare *fastest* runs (load
+only ever adds time) and ask for factors far from what the T^2 work predicts (8x where about
+64x is expected), so a loaded 2-core machine cannot fake or break them. Each test names the
+sentence it checks.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from backend.reference import attention_cost as ac
+from backend.reference.presets import PRESETS
+from backend.widgets import attention_cost as w
+from backend.widgets import measure
+
+TOP = w.CEILING
+HEAD_DIMS = (16, 64, 256)                 # the head-size slider's ends and default
+N_HEADS = (1, 2, 8, 32)
+EPS = {name: torch.finfo(dt).eps for name, dt in w.DTYPES.items()}
+
+
+def rounding_bound(T: int, dtype: str, max_abs_v: float) -> float:
+    """What rounding alone can separate two ways of averaging T values of size at most
+    max|v| with weights summing to 1: gamma_T = T u per sum (Higham, Accuracy and Stability of
+    Numerical Algorithms, 3.1), for each of the two results. A different result (a wrong scale,
+    a missing row) misses by orders of magnitude more at these sizes."""
+    return 2 * T * EPS[dtype] * max_abs_v
+
+
+@pytest.fixture(autouse=True)
+def private_lock(tmp_path, monkeypatch):
+    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
+
+
+def values(**params):
+    return w.compute(w.SPEC.resolve(params))["values"]
+
+
+# "8,000 → 16,000 → 128,000 tokens is 4× and then 256× the attention work of 8,000."
+def test_the_handouts_table_of_work():
+    t = values(context_len=16)["table"]
+    assert (t["16000"]["work"], t["128000"]["work"]) == (4, 256)
+
+
+# "At 128,000 tokens one head's scores in bfloat16 are 32.8 GB; a layer of 32 heads needs
+# 1,049 GB, over seven times the 141 GB of an H200."
+def test_a_layer_of_scores_at_128k_is_over_seven_h200s():
+    t = values(context_len=16)["table"]["128000"]
+    assert f"{t['score_gb']:.1f}" == "32.8"
+    assert t["score_gb_32"] > 7 * 141
+
+
+# "the quadratic term only overtakes the projections at T = 2d" and "at T = d the projections
+# still do twice the score work", at every head size and head count of the sliders.
+@pytest.mark.parametrize("d_head", range(16, 257, 16))
+@pytest.mark.parametrize("h", N_HEADS)
+def test_scores_overtake_the_projections_at_twice_the_width(d_head, h):
+    d = h * d_head
+    assert ac.score_flops(2 * d, d_head, h) == ac.projection_flops(2 * d, d_head, h)
+    assert ac.score_flops(2 * d - 1, d_head, h) < ac.projection_flops(2 * d - 1, d_head, h)
+    assert ac.score_flops(2 * d + 1, d_head, h) > ac.projection_flops(2 * d + 1, d_head, h)
+    assert ac.projection_flops(d, d_head, h) == 2 * ac.score_flops(d, d_head, h)
+
+
+# "For a model of width 4,096 (32 heads of 128, as in Llama-3-8B) the crossover is at 8,192."
+def test_the_crossover_of_a_llama_3_8b_width():
+    cfg = PRESETS["llama-3-8b"]
+    assert (cfg.d_model, cfg.n_heads, cfg.d_model // cfg.n_heads) == (4096, 32, 128)
+    assert values(n_heads=32, head_dim=128, context_len=16)["crossover_T"] == 8192
+
+
+# "at 128,000 tokens the arithmetic of one such layer ... is a fraction of a second on an
+# accelerator that does 10^15 a second"
+def test_the_128k_layers_arithmetic_is_under_a_second_at_a_petaflop():
+    t = values(context_len=16)["table"]["128000"]
+    assert t["tflop_32"] * 1e12 == t["flops_32"] < 1e15
+
+
+# "FlashAttention does the same FLOPs" (check yourself): the blocked loop's products, counted.
+def test_the_blocked_loop_does_the_same_products():
+    q, k, v = ac.random_qkv(1, 2, 96, 16)
+    with FlopCounterMode(display=False) as counter:
+        ac.blocked(q, k, v, block=32)
+    assert counter.get_total_flops() == ac.score_flops(96, 16, 2)
+
+
+# "this loop, the explicit path and the fused kernel agree on every output to within float32
+# rounding"; "The outputs of the two paths differ by at most ..., float32 rounding."
+@pytest.mark.parametrize("T,d_head", [(16, 16), (300, 64), (TOP, 64), (700, 256)])
+def test_the_three_ways_agree_to_rounding(T, d_head):
+    q, k, v = ac.random_qkv(1, 2, T, d_head)
+    reference = ac.eager(q, k, v)
+    bound = rounding_bound(T, "float32", v.abs().max().item())
+    for out in (ac.fused(q, k, v), ac.blocked(q, k, v)):
+        assert (out - reference).abs().max().item() < bound
+        assert (out - reference).abs().max().item() < 1e-3 * v.std().item()
+
+
+@pytest.mark.parametrize("dtype", list(w.DTYPES))
+@pytest.mark.parametrize("T", [16, 256, TOP])
+def test_the_widgets_difference_is_rounding_in_its_dtype(dtype, T):
+    v = values(context_len=T, dtype=dtype)
+    assert v["max_abs_diff"] < rounding_bound(T, dtype, v["max_abs_v"])
+
+
+# "In float32 it is the scores and the weights side by side, 8 bytes per query-key pair ...
+# 2 + 4 + 4 = 10 bytes per pair." "the explicit path's peak is the scores and the weights, plus
+# its output; the fused path's is its output and one number per query"
+def test_the_default_peaks_are_what_the_prose_says_they_hold():
+    v = values()
+    T, d = v["T"], 64
+    assert v["eager_bytes_per_score"] == 8
+    assert values(context_len=16, dtype="bfloat16")["eager_bytes_per_score"] == 10
+    assert v["peak_bytes_eager"] == 2 * v["score_bytes"] + T * d * 4
+    assert v["peak_bytes_fused"] == T * d * 4 + T * 4
+
+
+# "The explicit path's memory ... is never below one score matrix, and once T is at least twice
+# the head size, doubling T more than triples its peak (the factor tends to 4)."
+# "The fused path's memory grows as T: doubling T doubles it. At every setting of the sliders it
+# needs less than the explicit path, and once T exceeds the head size by a few tokens, less than
+# even a single score matrix would take."
+@pytest.mark.parametrize("dtype", list(w.DTYPES))
+@pytest.mark.parametrize("d_head", HEAD_DIMS)
+def test_memory_shapes_across_the_context_slider(d_head, dtype):
+    top = min(TOP, w.ceiling(1, 1, d_head, w.DTYPES[dtype]))  # the slider's top at this d_head
+    Ts = sorted(t for t in {16, 32, 64, 128, 256, 512, top // 2, top} if t <= top)
+    got = {T: values(context_len=T, head_dim=d_head, dtype=dtype) for T in Ts}
+    for T, v in got.items():
+        assert v["peak_bytes_eager"] >= v["score_bytes"]
+        assert v["peak_bytes_fused"] < v["peak_bytes_eager"]
+        if T >= d_head + 3:
+            assert v["peak_bytes_fused"] < v["score_bytes"]
+        if 2 * T in got:
+            assert got[2 * T]["peak_bytes_fused"] == 2 * v["peak_bytes_fused"]
+            growth = got[2 * T]["peak_bytes_eager"] / v["peak_bytes_eager"]
+            assert growth <= 4
+            if T >= 2 * d_head:
+                assert growth > 3
+    big = [T for T in Ts if 2 * T in got]
+    growths = [got[2 * T]["peak_bytes_eager"] / got[T]["peak_bytes_eager"] for T in big]
+    assert growths == sorted(growths)  # tends to 4 from below
+
+
+# "Time grows faster than linearly: at T = 1,024 and at the top of the slider, going from T/8 to
+# T multiplies each path's time by more than 8." (fastest runs)
+@pytest.mark.parametrize("T", [1024, TOP])
+def test_time_grows_faster_than_linearly(T):
+    v = values(context_len=T)
+    assert v["ladder_T"][0] == T // 8 and v["ladder_T"][-1] == T
+    for path in ("eager", "fused"):
+        runs = v[f"ladder_fastest_{path}"]
+        assert runs[-1] > 8 * runs[0], path
+
+
+# "At the top of the slider, the fused kernel is also faster than the explicit path, in each of
+# the three number formats."
+@pytest.mark.parametrize("dtype", list(w.DTYPES))
+def test_at_the_top_the_fused_kernel_is_faster(dtype):
+    v = values(context_len=TOP, dtype=dtype)
+    assert v["fastest_fused"] < v["fastest_eager"]
+
+
+# "On a CPU it is a fixed, stated 512 MiB ...; that allows T = 5,792 at one head and batch 1.
+# ... which at head size 64 means T <= 1,448. The smaller of the two is the slider's top."
+def test_the_cpu_ceiling_and_its_two_rules():
+    v = values(context_len=16)
+    assert v["memory_mib"] == 512
+    assert v["ceiling_memory"] == 5792 and v["ceiling_work"] == 1448
+    assert v["ceiling_default"] == min(v["ceiling_memory"], v["ceiling_work"]) == TOP
+    assert w.SPEC.param("context_len").max == TOP
+
+
+# "More heads, a bigger batch or a bigger head lower it"; "raise the heads or the batch and the
+# score matrix grows with them, and the ceiling comes down"; and the check-yourself answer "the
+# ceiling falls by half when you use four heads instead of one".
+def test_more_heads_batch_or_head_size_lower_the_ceiling():
+    base = values(context_len=16)
+    for change in ({"n_heads": 4}, {"batch": 4}, {"head_dim": 256}):
+        v = values(context_len=16, **change)
+        assert v["ceiling"] < base["ceiling"]
+        if "head_dim" not in change:
+            assert v["score_bytes"] == 4 * base["score_bytes"]
+            assert abs(2 * v["ceiling"] - base["ceiling"]) <= 1
+            assert abs(2 * v["ceiling_memory"] - base["ceiling_memory"]) <= 1
+
+
+# "an accelerator with 80 GB free would allow T = ... for one head in float32, and one with
+# 141 GB free T = ...; at 32 heads, the 141 GB device allows only T = ..."
+def test_accelerator_ceilings_by_the_same_rule():
+    v1, v32 = values(context_len=16), values(context_len=16, n_heads=32)
+    assert v1["ceiling_80gb"] < v1["ceiling_141gb"]
+    assert v1["ceiling_141gb"] == ac.largest_context(int(141e9 / 2), 1, 1, torch.float32)
+    assert v32["ceiling_141gb"] < v1["ceiling_141gb"]
+
+
+# "Slide T up and watch the explicit path's memory climb along the steep dotted line while the
+# fused path's climbs more slowly"
+def test_explicit_memory_climbs_faster_than_fused():
+    v = values(context_len=TOP)
+    e, f = v["ladder_peak_eager"], v["ladder_peak_fused"]
+    assert e[-1] / e[0] > f[-1] / f[0] > 1
+
+
+# Check yourself: "Doubling the context ... quadruples [the score matrix]".
+@pytest.mark.parametrize("T", [16, 100, 724])
+def test_doubling_the_context_quadruples_the_scores(T):
+    assert ac.score_bytes(2 * T) == 4 * ac.score_bytes(T)
+    assert ac.score_flops(2 * T, 64) == 4 * ac.score_flops(T, 64)
+
+
+# Exercise 2's answer: width 2,048, MLP 8,192: 24 d^2 per token outside the scores, break-even
+# at T = 6d = 12,288.
+def test_exercise_2_mlp_and_projections_against_the_scores():
+    d, d_ff, T = 2048, 8192, 4
+    mlp = [torch.nn.Linear(d, d_ff, bias=False, device="meta"),
+           torch.nn.Linear(d_ff, d, bias=False, device="meta")]
+    x = torch.empty(1, T, d, device="meta")
+    with FlopCounterMode(display=False) as counter:
+        mlp[1](mlp[0](x))
+    per_token = counter.get_total_flops() / T + ac.projection_flops(1, d // 16, 16)
+    assert per_token == 24 * d * d
+    assert ac.score_flops(6 * d, d // 16, 16) == 6 * d * per_token
+
+
+# Exercise 3's answer: 80 GB, half for the scores, 32 heads of 8,192 tokens in bfloat16:
+# one sequence fits, not two.
+def test_exercise_3_one_sequence_fits_not_two():
+    budget = int(80e9 / 2)
+    assert ac.largest_context(budget, 32, 1, torch.bfloat16) >= 8192
+    assert ac.largest_context(budget, 32, 2, torch.bfloat16) < 8192

@@ -1,0 +1,103 @@
+"""The cost chapter in Chromium: the baked measurement drawn, every control moved live, the
+device's ceiling shown on the slider and refused in words above it, and the offline page."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHAPTER = "/chapters/cost/"
+WIDGET = '[data-widget="attention_cost"]'
+
+
+def value_text(page, name):
+    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
+
+
+def wait_live_and(page, js_condition):
+    page.wait_for_function(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        return w.dataset.source === 'live' && ({js_condition});
+    }}""", timeout=40_000)
+
+
+def set_box(page, name, value):
+    box = page.locator(f'{WIDGET} input[name="{name}-value"]')
+    box.fill(str(value))
+    box.dispatch_event("change")
+
+
+TITLE = "w.querySelector('.tw-plot').layout.annotations[0].text"
+
+
+def test_every_control_moves_the_figure_and_the_values(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    page.wait_for_selector(".katex", timeout=20_000)
+    assert value_text(page, "device") == "cpu"
+    slider = page.locator(f'{WIDGET} input[type=range][name="context_len"]')
+    assert slider.count() == 1
+    # The slider's top is the device's ceiling, declared in the spec.
+    assert page.locator(f'{WIDGET} input[name="context_len-value"]').get_attribute("max") \
+        == "1448"
+
+    set_box(page, "context_len", 512)
+    wait_live_and(page, f"{TITLE} === 'time at T = 512'")
+    first_flops = value_text(page, "flops")
+
+    set_box(page, "head_dim", 128)
+    wait_live_and(page, f"""{TITLE} === 'time at T = 512' &&
+        w.querySelector('.tw-value[data-name="flops"] dd').innerText.trim() !== '{first_flops}'""")
+
+    set_box(page, "n_heads", 2)    # the ceiling at 2 heads of 128: 724
+    wait_live_and(page, """w.querySelector('.tw-value[data-name="ceiling"] dd')
+        .innerText.includes('724')""")
+
+    set_box(page, "batch", 2)      # and at batch 2 as well: 512, the T already set
+    wait_live_and(page, """w.querySelector('.tw-value[data-name="ceiling"] dd')
+        .innerText.includes('512')""")
+
+    page.locator(f'{WIDGET} select[name="dtype"]').select_option("bfloat16")
+    wait_live_and(page, """w.querySelector('.tw-plot').data
+        .some(t => (t.name || '').startsWith('explicit working set (10 B'))""")
+    assert page.console_errors == []
+
+
+def test_above_the_ceiling_is_refused_in_words(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    set_box(page, "n_heads", 4)   # the ceiling falls to 724 while T stays at 1,024
+    page.wait_for_function(f"""() => document.querySelector('{WIDGET}').innerText
+        .includes('at most 724 on cpu')""", timeout=40_000)
+
+
+def test_with_the_api_blocked_the_baked_measurement_is_drawn(page, server):
+    page.route("**/api/**", lambda route: route.abort())
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    set_box(page, "context_len", 256)  # a baked point
+    page.wait_for_function(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        return w.dataset.source === 'precomputed' && {TITLE} === 'time at T = 256';
+    }}""", timeout=20_000)
+    assert value_text(page, "device") == "cpu"
+
+
+def test_on_a_phone_the_panels_stack_and_fit(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                  has_touch=True, device_scale_factor=2)
+    page = context.new_page()
+    try:
+        page.goto(server + CHAPTER + "?attention_cost.context_len=256")
+        page.wait_for_function(f"""() => {{
+            const w = document.querySelector('{WIDGET}');
+            return w && w.querySelector('.tw-plot') && w.querySelector('.tw-plot').layout &&
+                {TITLE} === 'time at T = 256';
+        }}""", timeout=40_000)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        domain = page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot')
+            .layout.xaxis2.domain""")
+        assert overflow <= 0 and domain == [0, 1]
+    finally:
+        context.close()

@@ -1,0 +1,128 @@
+"""The attention_cost widget through the API: analytic values exactly (the handout's table
+among them), measured ones present and labelled, the device's ceiling declared and enforced."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from backend import device
+from backend.widgets import attention_cost as w
+from backend.widgets import measure
+
+URL = "/api/widgets/attention_cost"
+
+
+@pytest.fixture(autouse=True)
+def private_lock(tmp_path, monkeypatch):
+    """Each test times under its own lock file and starts with no remembered timings."""
+    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
+    w.measure.cache_clear()
+    yield
+    w.measure.cache_clear()
+
+
+def post(client, **params):
+    return client.post(URL, data=json.dumps(params), content_type="application/json")
+
+
+def test_defaults_give_every_named_value_exactly_or_measured(client):
+    resp = post(client)
+    assert resp.status_code == 200
+    body = resp.get_json()
+    v = body["values"]
+    assert body["params"] == {"context_len": 1024, "head_dim": 64, "n_heads": 1, "batch": 1,
+                              "dtype": "float32"}
+    # Analytic, by hand: 4 * 1024^2 * 64 FLOPs; 1024^2 float32 scores.
+    assert v["flops"] == 4 * 1024 ** 2 * 64 == 268_435_456
+    assert v["projection_flops"] == 8 * 1024 * 64 ** 2
+    assert v["score_bytes"] == 1024 ** 2 * 4 == 4 * 2 ** 20
+    assert v["eager_bytes"] == 8 * 1024 ** 2
+    # Measured: five runs each after a warm-up, median and spread; peaks; labelled.
+    assert len(v["runs_eager"]) == len(v["runs_fused"]) == v["repeats"] == 5
+    assert v["ms_eager"] == sorted(v["runs_eager"])[2]
+    assert v["spread_eager"] == max(v["runs_eager"]) - min(v["runs_eager"])
+    assert all(t > 0 for t in v["runs_eager"] + v["runs_fused"])
+    assert v["ladder_T"] == [128, 256, 512, 1024]
+    assert v["peak_bytes_eager"] >= v["eager_bytes"]
+    assert v["peak_bytes_fused"] == 1024 * 64 * 4 + 1024 * 4   # output + logsumexp
+    assert v["max_abs_diff"] < 1e-5
+    assert v["device"] == "cpu"
+    assert v["measured_on"] == f"cpu (1 thread), float32, torch {torch.__version__}"
+    assert v["measured_on"] in body["summary"] and v["measured_on"] in body["table"]["caption"]
+    assert [r[0] for r in body["table"]["rows"]] == ["128", "256", "512", "1,024"]
+    assert {o["name"] for o in w.SPEC.to_json()["outputs"]} <= set(v)
+    assert "narrow" in body["figure"]
+
+
+def test_the_handouts_8000_16000_128000_table_and_its_bytes(client):
+    t = post(client, context_len=16).get_json()["values"]["table"]
+    assert [t[n]["text"] for n in ("8000", "16000", "128000")] == [1, 2, 16]
+    assert [t[n]["work"] for n in ("8000", "16000", "128000")] == [1, 4, 256]
+    assert t["8000"]["score_bytes"] == 8000 ** 2 * 2 == 128_000_000
+    assert t["128000"]["score_bytes"] == 128_000 ** 2 * 2 == 32_768_000_000
+    assert t["128000"]["score_bytes_32"] == 32 * 32_768_000_000
+    assert t["128000"]["flops_32"] == 4 * 128_000 ** 2 * 32 * 128
+
+
+def test_the_ceiling_is_declared_in_the_spec_and_is_the_device_rule():
+    spec = w.SPEC.param("context_len")
+    assert spec.max == w.CEILING == w.ceiling()
+    budget = device.memory_bytes() // 2
+    assert device.memory_bytes() == device.CPU_MEMORY_BYTES == 512 * 2 ** 20
+    by_memory = math.isqrt(budget // 8)
+    by_work = math.isqrt(w.WORK_BUDGET["cpu"] // 64)
+    assert (by_memory, by_work) == (5792, 1448)
+    assert w.CEILING == min(by_memory, by_work) == 1448
+    listed = next(p for p in w.SPEC.to_json()["params"] if p["name"] == "context_len")
+    assert listed["max"] == 1448
+
+
+def test_above_the_ceiling_is_a_400_naming_it_and_the_device(client):
+    resp = post(client, context_len=w.CEILING + 1)
+    assert resp.status_code == 400
+    msg = resp.get_json()["error"]
+    assert msg == ("'context length T' must be from 16 to 1,448 on cpu (this device's ceiling at "
+                   "batch 1, 1 head of size 64 in float32; more heads, batch or head size lower "
+                   "it), got 1,449")
+    resp = post(client, context_len=1024, n_heads=4)
+    assert resp.status_code == 400
+    body = resp.get_json()
+    assert body["param"] == "context_len"
+    assert "at most 724 on cpu" in body["error"] and "4 heads" in body["error"]
+    assert post(client, context_len=724, n_heads=4).status_code == 200
+
+
+@pytest.mark.parametrize("params,label", [({"head_dim": 24}, "'head size d_head'"),
+                                          ({"dtype": "fp8"}, "'dtype'"),
+                                          ({"batch": 0}, "'batch B'"),
+                                          ({"context_len": 8}, "'context length T'")])
+def test_bad_controls_are_400s_naming_the_label(client, params, label):
+    resp = post(client, **params)
+    assert resp.status_code == 400
+    assert label in resp.get_json()["error"]
+
+
+def test_every_corner_of_the_sliders_is_bounded_by_the_budgets():
+    """The largest setting of every other slider still leaves a valid context (16), and the
+    work and memory at any allowed setting stay inside the device's budgets."""
+    for d in (16, 256):
+        for h in (1, 32):
+            for B in (1, 16):
+                for name, dtype in w.DTYPES.items():
+                    T = w.ceiling(h, B, d, dtype)
+                    assert T >= w.SPEC.param("context_len").min
+                    assert B * h * T * T * d <= w.WORK_BUDGET["cpu"]
+                    assert B * h * T * T * (10 if name != "float32" else 8) <= w.memory_budget()
+
+
+def test_timings_wait_for_the_host_wide_lock(monkeypatch, tmp_path):
+    """A timing never runs while another holds the lock; it gives up with the busy error."""
+    from werkzeug.exceptions import ServiceUnavailable
+    monkeypatch.setattr(measure, "LOCK_WAIT_SECONDS", 0.05)
+    with measure.timing_lock():
+        with pytest.raises(ServiceUnavailable):
+            w.compute(w.SPEC.resolve({"context_len": 16}))
