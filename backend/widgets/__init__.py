@@ -30,6 +30,8 @@ _MODULES = (  # in the order the book meets them
     "sampling",
     "parity",
     "enc_dec_masks",
+    "kv_cache",
+    "prefix_cache_cost",
 )
 
 
