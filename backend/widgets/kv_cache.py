@@ -165,6 +165,14 @@ def compute(params: dict) -> dict:
         "cache_over_weights": total / weights,
         # the longest context one user could have beside the weights
         "max_context_one_user": fit.free_bytes // per_token,
+        # the context at which one user's cache outweighs the whole model
+        "context_cache_over_weights": weights // per_token + 1,
+        "caches_at_fit_bytes": fit.users * per_user,
+        "caches_at_fit_gb": fit.users * per_user / GB,
+        "caches_at_fit_over_weights": fit.users * per_user / weights,
+        # one token, one user: the keys and values themselves, and a quantised cache's scales
+        "values_per_token_bytes": cache_bytes(L, kv, dh, 1, 1, dtype)[0],
+        "scales_per_token_bytes": cache_bytes(L, kv, dh, 1, 1, dtype)[1],
         "quantised": dtype in QUANTISED,
     }
     out = {"values": values, "figure": _figure(params, values), "summary": _summary(params, values),
