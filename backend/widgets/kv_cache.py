@@ -174,6 +174,7 @@ def compute(params: dict) -> dict:
         "values_per_token_bytes": cache_bytes(L, kv, dh, 1, 1, dtype)[0],
         "scales_per_token_bytes": cache_bytes(L, kv, dh, 1, 1, dtype)[1],
         "quantised": dtype in QUANTISED,
+        "preset": params["preset"], "n_layers": L, "n_heads": h, "n_kv": kv, "head_dim": dh,
     }
     out = {"values": values, "figure": _figure(params, values), "summary": _summary(params, values),
            "table": _table(params, values)}

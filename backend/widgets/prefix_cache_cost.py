@@ -14,7 +14,7 @@ from backend.reference import pricing
 from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES, base_layout
 
-MAX_TOKENS = 1_000_000
+MAX_TOKENS = 131_072  # a long context window; the sliders move in powers of two
 SPEC = WidgetSpec(
     name="prefix_cache_cost",
     title="What a cached prefix saves",
@@ -22,11 +22,11 @@ SPEC = WidgetSpec(
     params=(
         Param("input_tokens", "input tokens", "int", default=400, min=1, max=MAX_TOKENS, step=1,
               scale="log2", help="The whole prompt: the shared prefix and what follows it."),
-        Param("cached_tokens", "cached prefix tokens", "int", default=350, min=0,
+        Param("cached_tokens", "cached prefix tokens", "int", default=350, min=1,
               max=MAX_TOKENS, step=1, scale="log2",
               help="How many of the input tokens, from the start, are a prefix already cached. "
-                   "At most the input tokens."),
-        Param("output_tokens", "output tokens", "int", default=100, min=0, max=MAX_TOKENS,
+                   "At most the input tokens. (The first bar is the request with nothing cached.)"),
+        Param("output_tokens", "output tokens", "int", default=100, min=1, max=MAX_TOKENS,
               step=1, scale="log2"),
         Param("price_input", "input price", "float", default=10.0, min=0.0, max=200.0,
               step=0.01, unit="$ per million tokens"),
@@ -39,15 +39,15 @@ SPEC = WidgetSpec(
               help="What the first request pays for the prefix it writes to the cache."),
     ),
     outputs=(
-        Output("cost_full", "per request, no caching", ".5f", "$"),
-        Output("cost_cached", "per request, prefix cached", ".5f", "$"),
+        Output("cost_full", "per request, no caching ($)", ".5f"),
+        Output("cost_cached", "per request, prefix cached ($)", ".5f"),
         Output("saving", "saving per cached request", ".0%"),
-        Output("cost_first_write", "first request (writes the prefix)", ".5f", "$"),
+        Output("cost_first_write", "first request, writes the prefix ($)", ".5f"),
         Output("break_even_requests", "requests until caching has paid", "d"),
     ),
-    bake=(tuple({"cached_tokens": c} for c in (0, 50, 100, 200, 300, 400))
-          + tuple({"input_tokens": n} for n in (350, 1000, 4000, 16000))
-          + tuple({"output_tokens": n} for n in (0, 10, 1000))),
+    bake=(tuple({"cached_tokens": c} for c in (1, 50, 100, 200, 256, 300, 400))
+          + tuple({"input_tokens": n} for n in (350, 512, 1024, 4000, 4096, 16384))
+          + tuple({"output_tokens": n} for n in (1, 16, 128, 1024))),
     cost_hint="light",
 )
 

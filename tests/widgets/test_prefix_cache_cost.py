@@ -20,9 +20,9 @@ def test_handout_defaults_exactly(client):
     assert v["cost_first_write"] == 0.009875 and v["break_even_requests"] == 2
 
 
-def test_nothing_cached_saves_nothing(client):
-    v = post(client, cached_tokens=0)["values"]
-    assert v["cost_cached"] == v["cost_full"] == 0.009 and v["saving"] == 0.0
+def test_one_cached_token_saves_one_tokens_worth(client):
+    v = post(client, cached_tokens=1)["values"]
+    assert v["cost_full"] == 0.009 and v["saving_per_request"] == 9 / 10**6
 
 
 def test_cached_price_equal_to_input_price_never_pays_back(client):
@@ -39,7 +39,8 @@ def test_cached_more_than_input_is_a_400_naming_both_labels(client):
 
 
 @pytest.mark.parametrize("params, label", [
-    ({"input_tokens": 0}, "input tokens"), ({"output_tokens": -1}, "output tokens"),
+    ({"input_tokens": 0}, "input tokens"), ({"output_tokens": 0}, "output tokens"),
+    ({"cached_tokens": 0}, "cached prefix tokens"), ({"input_tokens": 131_073}, "input tokens"),
     ({"price_input": -1}, "input price"), ({"price_output": 1e9}, "output price"),
     ({"price_write": "a lot"}, "cache write price"),
 ])
