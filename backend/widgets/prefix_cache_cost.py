@@ -42,7 +42,7 @@ SPEC = WidgetSpec(
         Output("cost_full", "per request, no caching ($)", ".5f"),
         Output("cost_cached", "per request, prefix cached ($)", ".5f"),
         Output("saving", "saving per cached request", ".0%"),
-        Output("cost_first_write", "first request, writes the prefix ($)", ".5f"),
+        Output("cost_first_write", "first request, writes the prefix ($)", ".6f"),
         Output("break_even_requests", "requests until caching has paid", "d"),
     ),
     bake=(tuple({"cached_tokens": c} for c in (1, 50, 100, 200, 256, 300, 400))
