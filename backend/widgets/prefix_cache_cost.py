@@ -91,7 +91,7 @@ ROWS = ("no caching", "first request (writes the prefix)", "later request (prefi
 def _figure(full, write, cached, n_cached: int) -> dict:
     bills = (full, write, cached)
     parts = (("input at the input price", "uncached_input", SERIES[0]),
-             (f"prefix ({n_cached:,} tokens) at its cache price", "cached_input", SERIES[1]),
+             (f"prefix ({n_cached:,} tokens) at its cache price", "cached_input", SERIES[4]),
              ("output", "output", SERIES[2]))
     data = [{"type": "bar", "orientation": "h", "y": list(ROWS),
              "x": [float(getattr(b, attr)) for b in bills], "name": name,

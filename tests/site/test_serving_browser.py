@@ -80,7 +80,8 @@ def test_prefix_cache_cost_moves_and_refuses_more_cached_than_input(page, server
     error = page.locator(f"{PC} .tw-error")
     error.wait_for(state="visible", timeout=20_000)
     assert "'cached prefix tokens'" in error.inner_text() and "'input tokens'" in error.inner_text()
-    assert page.console_errors == []
+    # the browser logs the refused request itself; nothing else may go wrong
+    assert [e for e in page.console_errors if "status of 400" not in e] == []
 
 
 def test_phone_width(phone, server, fits_the_screen):
