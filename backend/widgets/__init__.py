@@ -32,6 +32,8 @@ _MODULES = (  # in the order the book meets them
     "enc_dec_masks",
     "attention_cost",
     "kv_decode",
+    "kv_cache",
+    "prefix_cache_cost",
 )
 
 

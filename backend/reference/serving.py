@@ -1,0 +1,97 @@
+"""Serving many users: how big the KV cache is, and how many users fit beside the weights.
+
+The sizes are not a formula typed here. They are read off the book's own cache
+(`kv_cache.KVCache`) after filling it, through its own ``update``, with tensors of the right
+shape and dtype on PyTorch's ``meta`` device: shapes and dtypes, no storage, so a million-token
+cache for a thousand users costs nothing to "allocate". The weights are the book's own
+`DecoderLM`, counted on the meta device by `counting.count_parameters`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .config import ModelConfig
+from .counting import count_parameters
+from .kv_cache import KVCache
+
+# The cache dtypes the book compares. int8 and fp8 hold one byte per value, but a quantised
+# cache also needs scales to turn those bytes back into numbers (see `QUANTISED`).
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "int8": torch.int8,
+    "fp8": torch.float8_e4m3fn,
+}
+QUANTISED = frozenset({"int8", "fp8"})
+SCALE_DTYPE = torch.float16  # one scale per stored key vector and per value vector (see below)
+GB = 10**9  # accelerator memory is quoted in decimal gigabytes; GiB = 2**30 is written GiB
+
+
+# --8<-- [start:fill]
+def filled_cache(n_layers: int, n_kv: int, d_head: int, seq_len: int, batch: int,
+                 dtype: torch.dtype) -> KVCache:
+    """The reference KVCache after a prefill of `seq_len` tokens for `batch` users, on meta."""
+    cache = KVCache(n_layers)
+    for layer in range(n_layers):
+        k = torch.empty(batch, n_kv, seq_len, d_head, dtype=dtype, device="meta")  # (B, n_kv, T, d_head)
+        v = torch.empty(batch, n_kv, seq_len, d_head, dtype=dtype, device="meta")
+        cache.update(layer, k, v)
+    return cache
+# --8<-- [end:fill]
+
+
+def scale_cache(n_layers: int, n_kv: int, seq_len: int, batch: int) -> KVCache:
+    """The scales a quantised cache keeps beside its bytes: here one float16 per key vector and
+    one per value vector, i.e. a (B, n_kv, T, 1) tensor for each, in every layer.
+
+    This is the generous choice (a scale per token and head); a scale per whole tensor would
+    cost a few bytes per layer. The reference KVCache stores whatever it is handed, so the
+    scales go through the same ``update``.
+    """
+    return filled_cache(n_layers, n_kv, 1, seq_len, batch, SCALE_DTYPE)
+
+
+def cache_bytes(n_layers: int, n_kv: int, d_head: int, seq_len: int, batch: int = 1,
+                dtype: str = "bfloat16") -> tuple[int, int]:
+    """(bytes of the keys and values, bytes of their scales) for `batch` users at `seq_len`.
+    The scales are 0 for float dtypes, which need none."""
+    values = filled_cache(n_layers, n_kv, d_head, seq_len, batch, DTYPES[dtype]).nbytes()
+    scales = scale_cache(n_layers, n_kv, seq_len, batch).nbytes() if dtype in QUANTISED else 0
+    return values, scales
+
+
+def weights_bytes(config: ModelConfig, dtype: torch.dtype = torch.bfloat16) -> int:
+    """Bytes of the model's weights: its real parameter count (meta device) times the width of one."""
+    per_param = torch.empty((), dtype=dtype, device="meta").element_size()
+    return count_parameters(config).total * per_param
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How many users at one context length fit on one accelerator beside the weights."""
+
+    memory_bytes: int
+    weights_bytes: int
+    per_user_bytes: int
+    users: int  # 0 when the weights alone do not fit
+
+    @property
+    def weights_fit(self) -> bool:
+        return self.weights_bytes <= self.memory_bytes
+
+    @property
+    def free_bytes(self) -> int:
+        return max(0, self.memory_bytes - self.weights_bytes)
+
+
+# --8<-- [start:users_fit]
+def users_fit(memory_bytes: int, weights: int, per_user: int) -> Fit:
+    """Whole users whose cache fits in what the weights leave free (nothing else is counted:
+    activations, the runtime and fragmentation take more in practice, so this is a ceiling)."""
+    free = memory_bytes - weights
+    return Fit(memory_bytes, weights, per_user, max(0, free) // per_user)
+# --8<-- [end:users_fit]

@@ -1,0 +1,266 @@
+"""Widget: how big the KV cache is, and how many users at a context length fit on one accelerator.
+
+Every size is read off the book's own `KVCache` (backend/reference/kv_cache.py), filled through
+its own ``update`` with meta tensors of the chosen shape and dtype (backend/reference/serving.py),
+so nothing here restates the cache's formula. The weights are the book's `DecoderLM`, counted
+on the meta device, in bfloat16 (the dtype the Llama checkpoints are published in) whatever the
+cache's dtype.
+
+Preset and fields never contradict each other (as in `model_params`): a preset pins layers,
+heads, key/value heads and head width to its published config; `custom` (where the page starts,
+at Llama-3-8B's values) frees them. A custom model's weights are counted with Llama-3-8B's
+vocabulary and its MLP ratio (d_ff = 3.5 d_model), d_model = heads x head width.
+
+Units: accelerator memory in decimal gigabytes (GB = 10^9 bytes), as cards are sold; the
+figure's axis uses the same GB. The handout's cache sizes are in GiB (2^30 bytes) and are
+reported as such in `total_gib`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from backend.reference.counting import count_parameters
+from backend.reference.presets import DECODER_PRESETS, PRESETS
+from backend.reference.serving import DTYPES, GB, QUANTISED, cache_bytes, users_fit, weights_bytes
+from backend.widgets.shapes import check_heads
+from backend.widgets.spec import Depends, Output, Param, WidgetSpec
+from backend.widgets.style import COLORS, base_layout
+
+CHOICES = {name: PRESETS[name] for name in DECODER_PRESETS}
+CUSTOM = "custom"
+START = PRESETS["llama-3-8b"]  # the custom fields start here
+FIELDS = {"n_layers": "n_layers", "n_heads": "n_heads", "n_kv": "n_kv_heads", "head_dim": "d_head"}
+MEMORIES = ("16", "24", "40", "48", "80", "141", "192")  # GB (10^9 bytes) of common accelerators
+MAX_CONTEXT = 1_048_576
+CURVE = tuple(4 ** i for i in range(11))  # 1 .. 1,048,576 tokens: straight lines on log axes
+
+
+def _locks(param: str) -> tuple[Depends, ...]:
+    field = FIELDS[param]
+    return (Depends("preset", {
+        name: {"min": getattr(cfg, field), "max": getattr(cfg, field),
+               "note": f"preset {name} has {getattr(cfg, field)}; choose custom to edit"}
+        for name, cfg in CHOICES.items()}),)
+
+
+class PresetSpec(WidgetSpec):
+    """Omitted fields come from the chosen preset, not from the defaults."""
+
+    def resolve(self, body):
+        if isinstance(body, dict):
+            preset = body.get("preset", CUSTOM)
+            if isinstance(preset, str) and preset in CHOICES:
+                cfg = CHOICES[preset]
+                body = {**{p: getattr(cfg, f) for p, f in FIELDS.items()}, **body}
+        return super().resolve(body)
+
+
+SPEC = PresetSpec(
+    name="kv_cache",
+    title="How big the KV cache is, and how many users fit",
+    description="Bytes of keys and values a model keeps per token and per user, read off the "
+                "book's own cache filled on the meta device, against the weights and the memory "
+                "of one accelerator.",
+    params=(
+        Param("preset", "model", "choice", default=CUSTOM, options=(*CHOICES, CUSTOM),
+              help="A real model's published config, or custom to set the fields yourself "
+                   "(custom starts at Llama-3-8B's values)."),
+        Param("n_layers", "layers L", "int", default=START.n_layers, min=1, max=128, step=1,
+              depends=_locks("n_layers")),
+        Param("context_len", "context length T", "int", default=8192, min=1, max=MAX_CONTEXT,
+              step=1, scale="log2", unit="tokens",
+              help="Tokens each user's conversation holds (prompt and answer so far)."),
+        Param("n_heads", "query heads h", "int", default=START.n_heads, min=1, max=128, step=1,
+              depends=_locks("n_heads")),
+        Param("n_kv", "key/value heads n_kv", "int", default=START.n_kv_heads, min=1, max=128,
+              step=1, help="Must divide the query heads: n_kv = h is multi-head attention, "
+                           "1 is multi-query.", depends=_locks("n_kv")),
+        Param("head_dim", "head width d_head", "int", default=START.d_head, min=8, max=512,
+              step=8, depends=_locks("head_dim")),
+        Param("dtype", "cache dtype", "choice", default="bfloat16", options=tuple(DTYPES),
+              help="int8 and fp8 store one byte per number plus one float16 scale per key "
+                   "vector and per value vector, counted here."),
+        Param("batch", "concurrent users", "int", default=1, min=1, max=1024, step=1,
+              scale="log2", help="Users served at once, each with a cache of this length."),
+        Param("memory", "accelerator memory (GB = 10⁹ bytes)", "choice", default="80",
+              options=MEMORIES, help="The weights (bfloat16) and every user's cache must fit "
+                                     "in it."),
+    ),
+    outputs=(
+        Output("bytes_per_token", "cache per token, one user", ",d", "bytes"),
+        Output("per_user_gb", "cache per user at T", ".3g", "GB"),
+        Output("total_bytes", "cache, all users", ",d", "bytes"),
+        Output("mha_total_bytes", "same with n_kv = h (MHA)", ",d", "bytes"),
+        Output("gqa_saving_factor", "GQA saving (MHA ÷ this)", ".3g", "×"),
+        Output("weights_bytes", "weights (bfloat16)", ",d", "bytes"),
+        Output("users_fit", "users at T that fit", ",d"),
+    ),
+    bake=(
+        tuple({"preset": name} for name in (*CHOICES, CUSTOM))
+        + tuple({"context_len": 2 ** i} for i in range(0, 21))
+        + tuple({"n_kv": k} for k in (1, 2, 4, 16, 32))
+        + tuple({"dtype": d} for d in DTYPES)
+        + tuple({"memory": m} for m in MEMORIES)
+        + tuple({"batch": 2 ** i} for i in range(0, 11))
+    ),
+    cost_hint="light",
+)
+
+
+def config_of(params: dict):
+    """The ModelConfig whose weights sit beside the cache (a ParamError naming the control)."""
+    labels = {p.name: p.label for p in SPEC.params}
+    h, kv, dh = params["n_heads"], params["n_kv"], params["head_dim"]
+    check_heads(h * dh, h, kv, labels, names=("head_dim", "n_heads", "n_kv"))
+    if params["preset"] in CHOICES:
+        return CHOICES[params["preset"]]
+    d = h * dh
+    return START.replace(n_layers=params["n_layers"], d_model=d, n_heads=h, n_kv_heads=kv,
+                         d_ff=d * 7 // 2)
+
+
+def sizes(params: dict, n_kv: int, seq_len: int, batch: int) -> int:
+    """Bytes of the cache (values plus any scales) at these settings."""
+    kv, scales = cache_bytes(params["n_layers"], n_kv, params["head_dim"], seq_len, batch,
+                             params["dtype"])
+    return kv + scales
+
+
+def compute(params: dict) -> dict:
+    cfg = config_of(params)
+    L, h, kv, dh = params["n_layers"], params["n_heads"], params["n_kv"], params["head_dim"]
+    T, B, dtype = params["context_len"], params["batch"], params["dtype"]
+    memory = int(params["memory"]) * GB
+    kv_values, scales = cache_bytes(L, kv, dh, T, B, dtype)
+    total = kv_values + scales
+    per_token = sizes(params, kv, 1, 1)
+    per_user = sizes(params, kv, T, 1)
+    mha_total = sizes(params, h, T, B)
+    weights = weights_bytes(cfg)
+    fit = users_fit(memory, weights, per_user)
+    values = {
+        "bytes_per_token": per_token,
+        "bytes_per_token_mha": sizes(params, h, 1, 1),
+        "per_user_bytes": per_user,
+        "per_user_gb": per_user / GB,
+        "total_bytes": total,
+        "total_gib": total / 2**30,
+        "total_gb": total / GB,
+        "kv_values_bytes": kv_values,
+        "scale_bytes": scales,
+        "mha_total_bytes": mha_total,
+        "gqa_saving_factor": mha_total / total,
+        "n_rep": h // kv,
+        "kv_width": kv * dh,
+        "bytes_per_value": torch.empty((), dtype=DTYPES[dtype], device="meta").element_size(),
+        "weights_params": count_parameters(cfg).total,
+        "weights_bytes": weights,
+        "weights_gb": weights / GB,
+        "memory_bytes": memory,
+        "free_bytes": fit.free_bytes,
+        "weights_fit": fit.weights_fit,
+        "users_fit": fit.users,
+        "batch_fits": B <= fit.users,
+        "cache_over_weights": total / weights,
+        # the longest context one user could have beside the weights
+        "max_context_one_user": fit.free_bytes // per_token,
+        # the context at which one user's cache outweighs the whole model
+        "context_cache_over_weights": weights // per_token + 1,
+        "caches_at_fit_bytes": fit.users * per_user,
+        "caches_at_fit_gb": fit.users * per_user / GB,
+        "caches_at_fit_over_weights": fit.users * per_user / weights,
+        # one token, one user: the keys and values themselves, and a quantised cache's scales
+        "values_per_token_bytes": cache_bytes(L, kv, dh, 1, 1, dtype)[0],
+        "scales_per_token_bytes": cache_bytes(L, kv, dh, 1, 1, dtype)[1],
+        "quantised": dtype in QUANTISED,
+        "preset": params["preset"], "n_layers": L, "n_heads": h, "n_kv": kv, "head_dim": dh,
+    }
+    out = {"values": values, "figure": _figure(params, values), "summary": _summary(params, values),
+           "table": _table(params, values)}
+    notice = _notice(params, values)
+    if notice:
+        out["notice"] = notice
+    return out
+
+
+def _name(params: dict) -> str:
+    return params["preset"] if params["preset"] != CUSTOM else "custom model"
+
+
+def _notice(params: dict, v: dict) -> str:
+    mem = params["memory"]
+    if not v["weights_fit"]:
+        return (f"The weights alone ({v['weights_gb']:.1f} GB) do not fit in {mem} GB: no user "
+                "fits, so users at T is 0.")
+    if not v["batch_fits"]:
+        return (f"{_users(params['batch'])} at {params['context_len']:,} tokens need "
+                f"{v['total_gb']:.1f} GB of cache; beside the weights only {v['users_fit']:,} "
+                f"fit in {mem} GB.")
+    return ""
+
+
+def _figure(params: dict, v: dict) -> dict:
+    B, T, h, kv = params["batch"], params["context_len"], params["n_heads"], params["n_kv"]
+    xs = list(CURVE)
+    ours = [sizes(params, kv, t, B) / GB for t in xs]
+    mha = [sizes(params, h, t, B) / GB for t in xs]
+    mem_gb, w_gb = v["memory_bytes"] / GB, v["weights_gb"]
+    users = _users(B)
+    data = [
+        {"type": "scatter", "mode": "lines", "x": xs, "y": mha, "name": f"MHA cache (n_kv = {h})",
+         "line": {"color": COLORS["unscaled"], "dash": "dash", "width": 2},
+         "hovertemplate": "T=%{x:,}: %{y:.3g} GB<extra>MHA</extra>"},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": ours,
+         "name": f"this cache (n_kv = {kv})", "line": {"color": COLORS["scaled"], "width": 3},
+         "hovertemplate": "T=%{x:,}: %{y:.3g} GB<extra>n_kv=" + str(kv) + "</extra>"},
+        {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [w_gb, w_gb],
+         "name": f"weights ({w_gb:.3g} GB)", "line": {"color": COLORS["guide"], "width": 2},
+         "hoverinfo": "skip"},
+        {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [mem_gb, mem_gb],
+         "name": f"accelerator ({params['memory']} GB)",
+         "line": {"color": COLORS["brown"], "dash": "dot", "width": 2}, "hoverinfo": "skip"},
+        {"type": "scatter", "mode": "markers", "x": [T], "y": [v["total_gb"]],
+         "name": "your setting", "marker": {"color": COLORS["accent"], "size": 13,
+                                            "symbol": "circle-open", "line": {"width": 3}},
+         "hovertemplate": "T=%{x:,}: %{y:.3g} GB<extra>your setting</extra>"},
+    ]
+    layout = base_layout(
+        440,
+        title={"text": f"{_name(params)}: cache for {users}, {params['dtype']}"},
+        xaxis={"type": "log", "title": {"text": "context length T (tokens)"}, "dtick": 1,
+               "exponentformat": "power"},
+        yaxis={"type": "log", "title": {"text": "bytes (GB = 10⁹)"}, "dtick": 1,
+               "exponentformat": "power", "automargin": True},
+        margin={"l": 60, "r": 10, "t": 50, "b": 50},
+        legend={"orientation": "h", "y": -0.22},
+    )
+    narrow = {"height": 520, "title": {"font": {"size": 13}},
+              "legend": {"y": -0.3, "font": {"size": 11}}, "margin": {"b": 140}}
+    return {"data": data, "layout": layout, "narrow": narrow}
+
+
+def _users(n: int) -> str:
+    return "1 user" if n == 1 else f"{n:,} users"
+
+
+def _summary(params: dict, v: dict) -> str:
+    B, T = params["batch"], params["context_len"]
+    return (f"{_name(params)} keeps {v['bytes_per_token']:,} bytes of keys and values per token "
+            f"in {params['dtype']}, so {_users(B)} at {T:,} tokens hold {v['total_gb']:.3g} GB; "
+            f"with one key/value head per query head it would be {v['gqa_saving_factor']:.3g} "
+            f"times as much. Beside {v['weights_gb']:.3g} GB of weights, {v['users_fit']:,} users "
+            f"at this length fit in {params['memory']} GB.")
+
+
+def _table(params: dict, v: dict) -> dict:
+    B, h, kv = params["batch"], params["n_heads"], params["n_kv"]
+    rows = [[f"{t:,}", f"{sizes(params, kv, t, B) / GB:.4g}", f"{sizes(params, h, t, B) / GB:.4g}"]
+            for t in CURVE]
+    return {
+        "caption": (f"Cache of {_users(B)} in GB (10⁹ bytes) by context length, n_kv = {kv} "
+                    f"against n_kv = h = {h}; weights {v['weights_gb']:.3g} GB, accelerator "
+                    f"{params['memory']} GB."),
+        "columns": ["context length T", f"cache, n_kv = {kv} (GB)", f"cache, n_kv = {h} (GB)"],
+        "rows": rows,
+    }

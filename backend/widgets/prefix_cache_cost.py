@@ -1,0 +1,133 @@
+"""Widget: what prefix caching saves on one request's bill.
+
+A request of `input_tokens`, the first `cached_tokens` of which are a prefix the provider has
+kept cached, plus `output_tokens` generated. Priced three ways by backend/reference/pricing.py
+(in exact decimal fractions): with no caching, as the first request (which writes the prefix at
+the write price), and as a later request (which reads it at the cached price). Defaults: the
+LLM-101 handout's text-to-SQL example (400 in, 100 out, 350 cached; $10 / $1 / $50 / $12.50 per
+million tokens).
+"""
+
+from __future__ import annotations
+
+from backend.reference import pricing
+from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.widgets.style import COLORS, SERIES, base_layout
+
+MAX_TOKENS = 131_072  # a long context window; the sliders move in powers of two
+SPEC = WidgetSpec(
+    name="prefix_cache_cost",
+    title="What a cached prefix saves",
+    description="One request's price with and without a cached prompt prefix.",
+    params=(
+        Param("input_tokens", "input tokens", "int", default=400, min=1, max=MAX_TOKENS, step=1,
+              scale="log2", help="The whole prompt: the shared prefix and what follows it."),
+        Param("cached_tokens", "cached prefix tokens", "int", default=350, min=1,
+              max=MAX_TOKENS, step=1, scale="log2",
+              help="How many of the input tokens, from the start, are a prefix already cached. "
+                   "At most the input tokens. (The first bar is the request with nothing cached.)"),
+        Param("output_tokens", "output tokens", "int", default=100, min=1, max=MAX_TOKENS,
+              step=1, scale="log2"),
+        Param("price_input", "input price", "float", default=10.0, min=0.0, max=200.0,
+              step=0.01, unit="$ per million tokens"),
+        Param("price_cached", "cached input price", "float", default=1.0, min=0.0, max=200.0,
+              step=0.01, unit="$ per million tokens"),
+        Param("price_output", "output price", "float", default=50.0, min=0.0, max=200.0,
+              step=0.01, unit="$ per million tokens"),
+        Param("price_write", "cache write price", "float", default=12.5, min=0.0, max=200.0,
+              step=0.01, unit="$ per million tokens",
+              help="What the first request pays for the prefix it writes to the cache."),
+    ),
+    outputs=(
+        Output("cost_full", "per request, no caching ($)", ".5f"),
+        Output("cost_cached", "per request, prefix cached ($)", ".5f"),
+        Output("saving", "saving per cached request", ".0%"),
+        Output("cost_first_write", "first request, writes the prefix ($)", ".6f"),
+        Output("break_even_requests", "requests until caching has paid", "d"),
+    ),
+    bake=(tuple({"cached_tokens": c} for c in (1, 50, 100, 200, 256, 300, 400))
+          + tuple({"input_tokens": n} for n in (350, 512, 1024, 4000, 4096, 16384))
+          + tuple({"output_tokens": n} for n in (1, 16, 128, 1024))),
+    cost_hint="light",
+)
+
+
+def compute(params: dict) -> dict:
+    n_in, n_out, n_cached = params["input_tokens"], params["output_tokens"], params["cached_tokens"]
+    if n_cached > n_in:
+        labels = {p.name: p.label for p in SPEC.params}
+        raise ParamError(f"'{labels['cached_tokens']}' must be from 0 to '{labels['input_tokens']}' "
+                         f"({n_in:,}); got {n_cached:,}", "cached_tokens")
+    p_in, p_out = params["price_input"], params["price_output"]
+    full = pricing.bill(n_in, n_out, 0, p_in, p_out, params["price_cached"])
+    cached = pricing.bill(n_in, n_out, n_cached, p_in, p_out, params["price_cached"])
+    write = pricing.first_write(n_in, n_out, n_cached, p_in, p_out, params["price_write"])
+    even = pricing.requests_to_break_even(full, write, cached)
+    values = {
+        "cost_full": float(full.total),
+        "cost_cached": float(cached.total),
+        "saving": float(pricing.saving(full, cached)),
+        "cost_first_write": float(write.total),
+        "write_premium": float(write.total - full.total),
+        "saving_per_request": float(full.total - cached.total),
+        "break_even_requests": even if even is not None else 0,
+        "pays_back": even is not None,
+        "cached_share": n_cached / n_in,
+        "output_share_full": float(full.output / full.total) if full.total else 0.0,
+        "fresh_input_tokens": n_in - n_cached,
+    }
+    out = {"values": values, "figure": _figure(full, write, cached, n_cached),
+           "summary": _summary(params, values), "table": _table(full, write, cached)}
+    if even is None:
+        out["notice"] = ("A cached request costs no less than an uncached one at these prices, "
+                         "so the write premium is never repaid (requests until caching has paid: "
+                         "0 means never).")
+    return out
+
+
+ROWS = ("no caching", "first request (writes the prefix)", "later request (prefix cached)")
+
+
+def _figure(full, write, cached, n_cached: int) -> dict:
+    bills = (full, write, cached)
+    parts = (("input at the input price", "uncached_input", SERIES[0]),
+             (f"prefix ({n_cached:,} tokens) at its cache price", "cached_input", SERIES[4]),
+             ("output", "output", SERIES[2]))
+    data = [{"type": "bar", "orientation": "h", "y": list(ROWS),
+             "x": [float(getattr(b, attr)) for b in bills], "name": name,
+             "marker": {"color": colour},
+             "hovertemplate": "%{y}: $%{x:.5f}<extra>" + name + "</extra>"}
+            for name, attr, colour in parts]
+    data.append({"type": "scatter", "mode": "markers", "y": list(ROWS),
+                 "x": [float(b.total) for b in bills], "name": "total",
+                 "marker": {"symbol": "line-ns-open", "size": 18, "color": COLORS["accent"],
+                            "line": {"width": 3}},
+                 "hovertemplate": "%{y}: $%{x:.5f} in all<extra></extra>"})
+    layout = base_layout(
+        340, barmode="stack",
+        xaxis={"title": {"text": "dollars per request"}, "tickprefix": "$", "rangemode": "tozero"},
+        yaxis={"autorange": "reversed", "automargin": True},
+        margin={"l": 60, "r": 10, "t": 20, "b": 50},
+        legend={"orientation": "h", "y": -0.3},
+    )
+    narrow = {"height": 460, "yaxis": {"automargin": True, "tickfont": {"size": 10}},
+              "legend": {"y": -0.45, "font": {"size": 11}}}
+    return {"data": data, "layout": layout, "narrow": narrow}
+
+
+def _summary(params: dict, v: dict) -> str:
+    return (f"{params['input_tokens']:,} input tokens ({params['cached_tokens']:,} of them a cached "
+            f"prefix) and {params['output_tokens']:,} output tokens cost ${v['cost_full']:.5f} "
+            f"without caching and ${v['cost_cached']:.5f} once the prefix is cached, "
+            f"{v['saving']:.0%} less; the request that writes the prefix costs "
+            f"${v['cost_first_write']:.5f}.")
+
+
+def _table(full, write, cached) -> dict:
+    rows = [[name, f"${float(b.uncached_input):.5f}", f"${float(b.cached_input):.5f}",
+             f"${float(b.output):.5f}", f"${float(b.total):.5f}"]
+            for name, b in zip(ROWS, (full, write, cached))]
+    return {"caption": "One request's price by part, in dollars",
+            "columns": ["request", "input at input price", "prefix at its cache price", "output",
+                        "total"],
+            "rows": rows}

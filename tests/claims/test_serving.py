@@ -1,0 +1,232 @@
+"""Every qualitative sentence of docs/chapters/serving.md, asserted over computed values."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from backend.reference import serving
+from backend.reference.config import ModelConfig
+from backend.reference.model import DecoderLM
+from backend.reference.presets import DECODER_PRESETS
+from backend.widgets import kv_cache as kc
+from backend.widgets import model_params as mp
+from backend.widgets import prefix_cache_cost as pc
+
+
+def kv(**p):
+    return kc.compute(kc.SPEC.resolve(p))
+
+
+def v(**p):
+    return kv(**p)["values"]
+
+
+def cost(**p):
+    return pc.compute(pc.SPEC.resolve(p))["values"]
+
+
+CONTEXTS = [2 ** i for i in range(0, 21)]
+
+
+# ---------------------------------------------------------------- intuition, what a token costs
+
+@pytest.mark.parametrize("preset", [*DECODER_PRESETS, "custom"])
+def test_weights_paid_once_cache_grows_with_users_times_context(preset):
+    base = v(preset=preset)
+    for T, B in [(1, 1), (1000, 7), (8192, 100), (1_048_576, 1024)]:
+        s = v(preset=preset, context_len=T, batch=B)
+        assert s["weights_bytes"] == base["weights_bytes"]
+        assert s["total_bytes"] == T * B * base["bytes_per_token"]
+
+
+def test_query_heads_do_not_appear():
+    sizes = {v(n_heads=h, n_kv=8)["bytes_per_token"] for h in (8, 16, 32, 64, 128)}
+    assert sizes == {131_072}
+
+
+def test_1024_wide_is_n_kv_times_d_head_not_the_model_width():
+    s = v(preset="llama-3-8b")
+    assert (s["n_kv"], s["head_dim"], s["n_layers"]) == (8, 128, 32)
+    assert s["kv_width"] == 8 * 128 == 1024
+    d = mp.compute(mp.SPEC.resolve({"preset": "llama-3-8b"}))["values"]["d_model"]
+    assert d == 4096 != s["kv_width"]
+
+
+def test_handout_lines():
+    assert v(preset="llama-3-8b")["bytes_per_token"] == 131_072 == 128 * 1024
+    assert v(preset="llama-3-8b")["total_gib"] == 1.0
+    assert v(preset="llama-3-8b", batch=100)["total_gib"] == 100.0
+    assert v(preset="llama-3-8b", context_len=128_000)["total_gib"] == 15.625  # printed 15.62
+    assert f"{v()['per_user_gb']:.2f}" == "1.07"
+
+
+# -------------------------------------------------------------------------------- try it
+
+@pytest.mark.parametrize("n_kv, batch", [(8, 1), (1, 16), (32, 1024)])
+def test_both_lines_straight_on_log_axes(n_kv, batch):
+    fig = kv(n_kv=n_kv, batch=batch)["figure"]
+    for trace in fig["data"][:2]:
+        ratios = {y / x for x, y in zip(trace["x"], trace["y"])}
+        assert max(ratios) / min(ratios) - 1 < 1e-12  # y proportional to x
+
+
+@pytest.mark.parametrize("preset", [*DECODER_PRESETS, "custom"])
+def test_crossing_with_the_weights(preset):
+    s = v(preset=preset)
+    x = s["context_cache_over_weights"]
+    assert v(preset=preset, context_len=x)["total_bytes"] > s["weights_bytes"]
+    assert v(preset=preset, context_len=x - 1)["total_bytes"] <= s["weights_bytes"]
+
+
+@pytest.mark.parametrize("preset, memory", [(p, m) for p in ("custom", "llama-2-7b", "llama-3.2-1b")
+                                            for m in ("24", "80", "141")])
+def test_users_fall_in_inverse_proportion_to_context(preset, memory):
+    users = [v(preset=preset, memory=memory, context_len=T)["users_fit"] for T in CONTEXTS]
+    for u, u2 in zip(users, users[1:]):
+        assert u2 == u // 2  # doubling T halves the users, in whole users
+
+
+def test_the_numbers_of_the_try_list():
+    assert v()["users_fit"] == 59 and v(context_len=128_000)["users_fit"] == 3
+    top = v(context_len=1_048_576)
+    assert top["users_fit"] == 0 and top["per_user_gb"] > 80  # not even one fits
+    longest = top["max_context_one_user"]
+    assert v(context_len=longest)["per_user_bytes"] <= top["free_bytes"]
+    assert v(context_len=longest + 1)["per_user_bytes"] > top["free_bytes"]
+    mha, mqa = v(n_kv=32), v(n_kv=1)
+    assert mha["total_bytes"] == v()["gqa_saving_factor"] * v()["total_bytes"]
+    assert mha["users_fit"] < v()["users_fit"] < mqa["users_fit"]
+    assert v(preset="llama-2-7b")["bytes_per_token"] == 524_288
+    assert v(preset="llama-2-7b")["users_fit"] < v()["users_fit"]
+
+
+@pytest.mark.parametrize("h", [1, 2, 8, 12, 32, 64, 128])
+def test_saving_factor_always_h_over_n_kv(h):
+    for k in [k for k in range(1, h + 1) if h % k == 0]:
+        for dtype in ("float32", "fp8"):
+            s = v(n_heads=h, n_kv=k, dtype=dtype, context_len=777, batch=3)
+            assert s["gqa_saving_factor"] == h / k and s["n_rep"] == h // k
+
+
+@pytest.mark.parametrize("preset", [*DECODER_PRESETS, "custom"])
+def test_one_byte_dtypes_halve_the_values_and_add_scales(preset):
+    bf16 = v(preset=preset, dtype="bfloat16")
+    for dtype in ("fp8", "int8"):
+        q = v(preset=preset, dtype=dtype)
+        assert 2 * q["values_per_token_bytes"] == bf16["values_per_token_bytes"]
+        assert q["scales_per_token_bytes"] == 2 * q["n_layers"] * q["n_kv"] * 2  # one f16 per vector
+        assert q["bytes_per_token"] == q["values_per_token_bytes"] + q["scales_per_token_bytes"]
+    assert bf16["scales_per_token_bytes"] == 0
+    assert v(dtype="fp8")["users_fit"] > v()["users_fit"]
+
+
+def test_a_per_tensor_scale_is_a_few_bytes_per_layer():
+    # one float16 scale for K and one for V per layer, as a (1, 1, 1, 1) tensor each
+    assert serving.filled_cache(32, 1, 1, 1, 1, torch.float16).nbytes() == 32 * 4
+
+
+# --------------------------------------------------------------------------- GQA is the lever
+
+def test_gqa_factors_of_the_presets():
+    assert {v(preset=p)["gqa_saving_factor"] for p in DECODER_PRESETS} == {1.0, 4.0, 8.0}
+    assert v(preset="llama-3-8b")["gqa_saving_factor"] == 4
+    assert v(preset="llama-2-70b")["n_rep"] == v(preset="llama-3-70b")["n_rep"] == 8
+
+
+def test_the_70b_with_gqa_caches_less_than_the_7b_without():
+    big, small = v(preset="llama-2-70b"), v(preset="llama-2-7b")
+    assert big["bytes_per_token"] < small["bytes_per_token"]
+    assert big["weights_params"] > 10 * small["weights_params"]
+
+
+# ----------------------------------------------------------------- why the cache caps users
+
+def test_at_the_cap_the_caches_outweigh_the_weights_and_one_more_user_does_not_fit():
+    s = v()
+    assert f"{s['weights_gb']:.1f}" == "16.1"
+    assert s["caches_at_fit_bytes"] > 3.5 * s["weights_bytes"]
+    assert (s["users_fit"] + 1) * s["per_user_bytes"] > s["free_bytes"]
+    assert v(memory="141")["users_fit"] == 116 and v(memory="141")["weights_bytes"] == s["weights_bytes"]
+    assert v(context_len=128_000)["users_fit"] * 10 < s["users_fit"]  # far fewer long chats
+
+
+def test_llama3_70b_weights_alone_overfill_141_gb():
+    s = kv(preset="llama-3-70b", memory="141")
+    assert s["values"]["weights_bytes"] > 141 * 10**9 and s["values"]["users_fit"] == 0
+    assert "do not fit" in s["notice"]
+
+
+@pytest.mark.parametrize("preset", DECODER_PRESETS)
+def test_zero_users_and_a_notice_whenever_the_weights_do_not_fit(preset):
+    for memory in kc.MEMORIES:
+        out = kv(preset=preset, memory=memory)
+        if not out["values"]["weights_fit"]:
+            assert out["values"]["users_fit"] == 0 and "do not fit" in out["notice"]
+        else:
+            assert out["values"]["weights_bytes"] <= int(memory) * 10**9
+
+
+@pytest.mark.parametrize("preset", [*DECODER_PRESETS, "custom"])
+def test_doubling_the_memory_more_than_doubles_the_users(preset):
+    for m in ("24", "40"):
+        small, big = v(preset=preset, memory=m), v(preset=preset, memory=str(2 * int(m)))
+        if small["weights_fit"]:
+            assert big["users_fit"] >= 2 * small["users_fit"]
+    assert [v(memory=m)["users_fit"] for m in ("24", "48", "40", "80")] == [7, 29, 22, 59]
+
+
+# ----------------------------------------------------------- prefixes: what a cache depends on
+
+@torch.no_grad()
+def test_a_prefix_cache_is_shared_and_one_changed_token_changes_everything_after_it():
+    torch.manual_seed(0)
+    cfg = ModelConfig(vocab_size=61, d_model=32, n_layers=3, n_heads=4, n_kv_heads=2, d_ff=64,
+                      max_seq_len=32)
+    model = DecoderLM(cfg).eval()
+    a = torch.randint(0, 61, (1, 12))
+    b = a.clone()
+    b[0, 5] = (a[0, 5] + 1) % 61  # one token changed at position 5
+    ca, cb = model.new_cache(), model.new_cache()
+    model(a, cache=ca)
+    model(b, cache=cb)
+    for layer in range(cfg.n_layers):
+        for x, y in ((ca.keys[layer], cb.keys[layer]), (ca.values[layer], cb.values[layer])):
+            assert torch.equal(x[:, :, :5], y[:, :, :5])  # the shared prefix: identical
+            assert not torch.equal(x[:, :, 5], y[:, :, 5])
+            if layer >= 1:  # from the second layer on, every later position differs
+                assert all(not torch.allclose(x[:, :, t], y[:, :, t]) for t in range(5, 12))
+            else:  # the first layer: each position's own token and position only
+                assert torch.equal(x[:, :, 6:], y[:, :, 6:])
+
+
+# ------------------------------------------------------------------------- prices and RAG
+
+def test_the_handout_bill():
+    c = cost()
+    assert (c["cost_full"], c["cost_cached"], c["saving"]) == (0.009, 0.00585, 0.35)
+    assert c["cost_first_write"] == 0.009875 and c["break_even_requests"] == 2
+
+
+@pytest.mark.parametrize("n_in, n_out", [(400, 100), (4000, 300), (100, 1), (1, 1000),
+                                         (131_072, 131_072)])
+def test_the_output_bounds_the_saving(n_in, n_out):
+    for cached in sorted({1, max(1, n_in // 3), max(1, n_in // 2), n_in}):
+        for p_cached in (0.0, 1.0, 5.0):
+            c = cost(input_tokens=n_in, output_tokens=n_out, cached_tokens=cached,
+                     price_cached=p_cached)
+            assert c["saving"] <= 1 - c["output_share_full"] + 1e-15
+    whole = cost(cached_tokens=400)
+    assert whole["saving"] == 0.4 < 1 - whole["output_share_full"] and whole["output_share_full"] > 0.5
+
+
+def test_rag_gains_little_a_long_fixed_prefix_a_lot():
+    rag = cost(input_tokens=4000, cached_tokens=300, output_tokens=300)["saving"]
+    fixed = cost(input_tokens=4000, cached_tokens=3500, output_tokens=300)["saving"]
+    assert rag < 0.1 < 0.5 < fixed
+    assert f"{rag:.1%}" == "4.9%" and f"{fixed:.0%}" == "57%"
+
+
+def test_exercise_3_half_the_input_saves_a_fifth():
+    assert cost(cached_tokens=200)["saving"] == 0.2
+    assert cost(cached_tokens=199)["saving"] < 0.2 < cost(cached_tokens=201)["saving"]

@@ -1,0 +1,90 @@
+"""The serving chapter in Chromium: both widgets draw baked results, then recompute live."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHAPTER = "/chapters/serving/"
+KV = '[data-widget="kv_cache"]'
+PC = '[data-widget="prefix_cache_cost"]'
+
+
+def value_text(page, w, name):
+    return page.locator(f'{w} .tw-value[data-name="{name}"] dd').inner_text().strip()
+
+
+def wait_value(page, w, name, text):
+    page.wait_for_function("""([w, name, text]) => {
+        const dd = document.querySelector(`${w} .tw-value[data-name="${name}"] dd`);
+        return dd && dd.textContent.trim() === text; }""", arg=[w, name, text], timeout=20_000)
+
+
+def move_slider(page, w, name, position):
+    page.evaluate("""([w, name, pos]) => {
+        const s = document.querySelector(`${w} input[type=range][name=${name}]`);
+        s.value = pos;
+        s.dispatchEvent(new Event('input', {bubbles: true}));
+    }""", [w, name, position])
+
+
+def wait_live(page, w):
+    page.wait_for_function(f"document.querySelector('{w}').dataset.source === 'live'",
+                           timeout=20_000)
+
+
+def test_kv_cache_moves_through_heads_context_and_presets(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(".katex", timeout=15_000)
+    page.wait_for_selector(f"{KV} .tw-plot .main-svg", timeout=20_000)
+    assert page.locator(KV).get_attribute("data-source") == "precomputed"
+    assert value_text(page, KV, "bytes_per_token") == "131,072 bytes"
+    assert value_text(page, KV, "users_fit") == "59"
+    assert page.evaluate(f"document.querySelector('{KV} .tw-plot').data.length") == 5
+
+    move_slider(page, KV, "n_kv", 32)  # multi-head attention
+    wait_live(page, KV)
+    wait_value(page, KV, "bytes_per_token", "524,288 bytes")
+    wait_value(page, KV, "users_fit", "14")
+
+    move_slider(page, KV, "context_len", 17)  # log2 slider: 131,072 tokens
+    wait_value(page, KV, "users_fit", "0")
+    assert page.evaluate(f"document.querySelector('{KV} .tw-plot').data[4].x[0]") == 131072
+    assert "only 0 fit" in page.locator(f"{KV} .tw-notice").inner_text()
+
+    page.select_option(f"{KV} select[name=preset]", "llama-2-70b")
+    wait_value(page, KV, "gqa_saving_factor", "8 ×")
+    assert page.input_value(f"{KV} input[name=n_layers-value]") == "80"  # the preset moved it
+    assert "do not fit" in page.locator(f"{KV} .tw-notice").inner_text()
+    page.select_option(f"{KV} select[name=memory]", "192")
+    wait_value(page, KV, "users_fit", "1")
+    page.select_option(f"{KV} select[name=dtype]", "fp8")
+    wait_value(page, KV, "bytes_per_token", "166,400 bytes")
+    assert page.console_errors == []
+
+
+def test_prefix_cache_cost_moves_and_refuses_more_cached_than_input(page, server):
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{PC} .tw-plot .main-svg", timeout=20_000)
+    assert value_text(page, PC, "cost_full") == "0.00900"
+    assert value_text(page, PC, "cost_cached") == "0.00585"
+    assert value_text(page, PC, "saving") == "35%"
+
+    move_slider(page, PC, "cached_tokens", 8)  # log2 slider: 256 cached tokens
+    wait_live(page, PC)
+    wait_value(page, PC, "cost_cached", "0.00670")  # (144 * 10 + 256 * 1 + 100 * 50) / 1e6
+    box = page.locator(f'{PC} input[name="cached_tokens-value"]')
+    box.fill("500")
+    box.dispatch_event("change")
+    error = page.locator(f"{PC} .tw-error")
+    error.wait_for(state="visible", timeout=20_000)
+    assert "'cached prefix tokens'" in error.inner_text() and "'input tokens'" in error.inner_text()
+    # the browser logs the refused request itself; nothing else may go wrong
+    assert [e for e in page.console_errors if "status of 400" not in e] == []
+
+
+def test_phone_width(phone, server, fits_the_screen):
+    phone.goto(server + CHAPTER)
+    fits_the_screen(phone, KV)
+    fits_the_screen(phone, PC)

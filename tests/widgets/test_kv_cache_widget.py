@@ -1,0 +1,118 @@
+"""The kv_cache widget through the API: the handout's numbers, presets vs fields, 400s, figure."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.reference.presets import DECODER_PRESETS, PRESETS
+
+URL = "/api/widgets/kv_cache"
+
+
+def post(client, **params):
+    r = client.post(URL, json=params)
+    assert r.status_code == 200, r.get_json()
+    return r.get_json()
+
+
+def error(client, **params):
+    r = client.post(URL, json=params)
+    assert r.status_code == 400, r.get_json()
+    return r.get_json()
+
+
+@pytest.mark.parametrize("preset", ["llama-3-8b", "custom"])  # custom starts at Llama-3-8B
+def test_llama3_8b_bfloat16_handout_numbers(client, preset):
+    v = post(client, preset=preset, context_len=8192, dtype="bfloat16", batch=1)["values"]
+    assert v["bytes_per_token"] == 131_072  # 128 KiB
+    assert v["total_bytes"] == 2**30 and v["total_gib"] == 1.0  # 1 GiB at 8,192 tokens
+    assert v["kv_width"] == 1024 and v["n_rep"] == 4  # "1024 wide" = n_kv x d_head = 8 x 128
+    assert v["mha_total_bytes"] == 4 * 2**30 and v["gqa_saving_factor"] == 4.0
+    assert v["weights_bytes"] == 2 * 8_030_261_248 and v["weights_params"] == 8_030_261_248
+    assert v["scale_bytes"] == 0
+
+
+def test_handout_100_users_and_128k(client):
+    assert post(client, batch=100)["values"]["total_bytes"] == 100 * 2**30
+    assert post(client, context_len=128_000)["values"]["total_gib"] == 15.625
+    assert post(client, context_len=1000)["values"]["total_bytes"] == 131_072_000
+
+
+def test_users_fit_beside_the_weights(client):
+    v = post(client, memory="80")["values"]
+    assert v["memory_bytes"] == 80 * 10**9  # GB = 10^9 bytes
+    assert v["users_fit"] == (80 * 10**9 - 2 * 8_030_261_248) // 2**30 == 59
+    v141 = post(client, memory="141")["values"]
+    assert v141["users_fit"] == (141 * 10**9 - 2 * 8_030_261_248) // 2**30 == 116
+
+
+def test_weights_alone_too_big_gives_zero_and_a_notice(client):
+    out = post(client, preset="llama-2-70b", memory="80")
+    assert out["values"]["users_fit"] == 0 and out["values"]["weights_fit"] is False
+    assert "do not fit in 80 GB" in out["notice"]
+
+
+def test_batch_beyond_the_fit_has_a_notice(client):
+    out = post(client, batch=64)
+    assert out["values"]["batch_fits"] is False and "only 59 fit" in out["notice"]
+    assert "notice" not in post(client, batch=59)
+
+
+@pytest.mark.parametrize("dtype, width", [("float32", 4), ("bfloat16", 2), ("float16", 2),
+                                          ("int8", 1), ("fp8", 1)])
+def test_dtypes(client, dtype, width):
+    v = post(client, dtype=dtype)["values"]
+    assert v["bytes_per_value"] == width
+    scales = 2 * 32 * 8 * 2 if dtype in ("int8", "fp8") else 0  # float16 per K and V vector
+    assert v["bytes_per_token"] == 2 * 32 * 1024 * width + scales
+    assert v["weights_bytes"] == 2 * 8_030_261_248  # weights stay bfloat16
+
+
+@pytest.mark.parametrize("preset", DECODER_PRESETS)
+def test_presets_fill_their_fields(client, preset):
+    cfg = PRESETS[preset]
+    v = post(client, preset=preset)["values"]
+    assert v["bytes_per_token"] == 2 * cfg.n_layers * cfg.n_kv_heads * cfg.d_head * 2
+    assert v["gqa_saving_factor"] == cfg.n_heads / cfg.n_kv_heads
+
+
+def test_preset_refuses_a_contradicting_field(client):
+    body = error(client, preset="llama-2-7b", n_kv=8)
+    assert body["param"] == "n_kv" and "key/value heads n_kv" in body["error"]
+    assert "llama-2-7b" in body["error"]
+
+
+def test_n_kv_must_divide_the_heads(client):
+    body = error(client, n_kv=3)
+    assert body["param"] == "n_kv"
+    assert body["error"] == "'key/value heads n_kv' must divide 'query heads h' (32); got 3"
+
+
+@pytest.mark.parametrize("params, name", [
+    ({"context_len": 1_048_577}, "context length T"), ({"context_len": 0}, "context length T"),
+    ({"batch": 2000}, "concurrent users"), ({"dtype": "int4"}, "cache dtype"),
+    ({"memory": "81"}, "accelerator memory"), ({"head_dim": 100}, "head width d_head"),
+    ({"preset": "gpt-5"}, "model"),
+])
+def test_out_of_range_is_a_400_naming_the_label(client, params, name):
+    assert name in error(client, **params)["error"]
+
+
+def test_the_longest_context_works_at_the_largest_batch(client):
+    v = post(client, context_len=1_048_576, batch=1024, n_layers=128, n_heads=128, n_kv=128,
+             head_dim=512, dtype="float32")["values"]
+    assert v["total_bytes"] == 2 * 128 * 1_048_576 * 128 * 512 * 1024 * 4  # meta: no storage
+    assert v["users_fit"] == 0
+
+
+def test_figure_lines_and_point(client):
+    out = post(client)
+    names = [t["name"] for t in out["figure"]["data"]]
+    assert names[0].startswith("MHA") and names[1].startswith("this cache")
+    assert names[2].startswith("weights") and names[3].startswith("accelerator")
+    assert out["figure"]["layout"]["xaxis"]["type"] == "log"
+    assert out["figure"]["layout"]["yaxis"]["type"] == "log"
+    point = out["figure"]["data"][4]
+    assert point["x"] == [8192] and point["y"] == [2**30 / 1e9]
+    assert out["figure"]["data"][3]["y"] == [80, 80]
+    assert out["summary"] and out["table"]["rows"] and "narrow" in out["figure"]

@@ -1,0 +1,58 @@
+"""The prefix_cache_cost widget through the API: the handout's bill exactly, and its 400s."""
+
+from __future__ import annotations
+
+import pytest
+
+URL = "/api/widgets/prefix_cache_cost"
+
+
+def post(client, **params):
+    r = client.post(URL, json=params)
+    assert r.status_code == 200, r.get_json()
+    return r.get_json()
+
+
+def test_handout_defaults_exactly(client):
+    v = post(client)["values"]
+    assert v["cost_full"] == 0.009 and v["cost_cached"] == 0.00585 and v["saving"] == 0.35
+    assert f"{v['cost_full']:.5f}" == "0.00900" and f"{v['saving']:.0%}" == "35%"
+    assert v["cost_first_write"] == 0.009875 and v["break_even_requests"] == 2
+
+
+def test_one_cached_token_saves_one_tokens_worth(client):
+    v = post(client, cached_tokens=1)["values"]
+    assert v["cost_full"] == 0.009 and v["saving_per_request"] == 9 / 10**6
+
+
+def test_cached_price_equal_to_input_price_never_pays_back(client):
+    out = post(client, price_cached=10)
+    assert out["values"]["pays_back"] is False and out["values"]["break_even_requests"] == 0
+    assert "never repaid" in out["notice"]
+
+
+def test_cached_more_than_input_is_a_400_naming_both_labels(client):
+    r = client.post(URL, json={"input_tokens": 400, "cached_tokens": 401})
+    body = r.get_json()
+    assert r.status_code == 400 and body["param"] == "cached_tokens"
+    assert "'cached prefix tokens'" in body["error"] and "'input tokens' (400)" in body["error"]
+
+
+@pytest.mark.parametrize("params, label", [
+    ({"input_tokens": 0}, "input tokens"), ({"output_tokens": 0}, "output tokens"),
+    ({"cached_tokens": 0}, "cached prefix tokens"), ({"input_tokens": 131_073}, "input tokens"),
+    ({"price_input": -1}, "input price"), ({"price_output": 1e9}, "output price"),
+    ({"price_write": "a lot"}, "cache write price"),
+])
+def test_out_of_range_is_a_400(client, params, label):
+    r = client.post(URL, json=params)
+    assert r.status_code == 400 and label in r.get_json()["error"]
+
+
+def test_figure_stacks_three_requests(client):
+    out = post(client)
+    bars = [t for t in out["figure"]["data"] if t["type"] == "bar"]
+    assert len(bars) == 3 and out["figure"]["layout"]["barmode"] == "stack"
+    totals = [sum(b["x"][i] for b in bars) for i in range(3)]
+    assert totals == pytest.approx([0.009, 0.009875, 0.00585], abs=1e-12)
+    assert len(out["table"]["rows"]) == 3 and out["summary"]
