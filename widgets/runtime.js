@@ -4,8 +4,9 @@
  * The runtime builds the controls from the spec, draws the baked result for the start values
  * at once, and on every change asks the API to recompute: at most one request in flight per
  * widget, and the newest setting goes out the moment the answer before it is in (no fixed wait;
- * during a drag the figure follows at the rate the server answers). If the API cannot be reached it draws the nearest baked result under a
- * "precomputed" label, so the page keeps working from a static host or a train tunnel.
+ * during a drag the figure follows at the rate the server answers). If the API cannot be
+ * reached it draws the nearest baked result under a "precomputed" label, so the page keeps
+ * working from a static host or a train tunnel.
  * Mounting happens from Material's `document$`, so it survives instant navigation.
  *
  * What a reader can rely on:
@@ -736,11 +737,11 @@
   Widget.prototype.watchWidth = function () {
     var self = this;
     this.width = this.root.clientWidth || 0;
-    this.plotWidth = this.plot.clientWidth || this.width;
+    this.plotWidth = Math.floor(this.plot.getBoundingClientRect().width) || this.width;
     if (!window.ResizeObserver) return;
     new ResizeObserver(function (entries) {
-      var w = Math.round(entries[0].contentRect.width);
-      if (!w || w === self.plotWidth) return;
+      var w = Math.floor(entries[0].contentRect.width);
+      if (!w || Math.abs(w - self.plotWidth) < 2) return;  // a height change, or rounding
       self.plotWidth = w;
       self.width = self.root.clientWidth || w;
       self.draw();
@@ -761,11 +762,10 @@
         layout = merge(layout, fig.narrow || {});
         layout.margin = Object.assign({}, layout.margin, { l: 45, r: 5 });
       }
-      // The width we know, so plotly.js need not measure; no transitions between answers.
+      // The width we know, so plotly.js need not measure the page.
       layout.autosize = false;
       if (self.plotWidth) layout.width = self.plotWidth;
       if (!layout.height) layout.height = 450;
-      layout.transition = { duration: 0 };
       var t = themed(fig.data, layout);
       if (self.plot.textContent && !self.plot.classList.contains("js-plotly-plot")) {
         self.plot.textContent = "";
