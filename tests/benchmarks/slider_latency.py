@@ -3,6 +3,7 @@ against `make serve`'s gunicorn, with a breakdown of where the time goes.
 
     .venv/bin/python tests/benchmarks/slider_latency.py [--moves 8] [--widget NAME] [--out FILE]
                                                         [--site DIR] [--label TEXT]
+    .venv/bin/python tests/benchmarks/slider_latency.py --table BEFORE.json AFTER.json
 
 Needs a built book in site/ (`make build`). For each widget it opens the chapter that shows it and
 takes the first enabled slider (for a widget of choices only, its first select). Three ways of
@@ -15,7 +16,8 @@ moving it, each timed from the event to Plotly's `plotly_afterplot` and to the n
 - `drag`: `input` events every 16 ms (a 60 Hz drag) across the slider's whole range, in ~1.5 s.
   For each figure drawn during the drag, `age` is how old the value it shows is (afterplot minus
   the input event of the newest value the request that drew it carried); `fresh` is, for each input
-  event, the time until a figure showing that value or a newer one is drawn. Also recorded: POSTs
+  event that moved the slider to a new stop (`stops`; an event within the same stop changes
+  nothing), the time until a figure showing that value or a newer one is drawn. Also recorded: POSTs
   sent, the most in flight at once, and whether the last POST carried the last value.
 
 The breakdown per step/typed move is measured from outside the runtime (so it reads the same for
@@ -128,16 +130,18 @@ MOVE = """([w, c, stop, how]) => {
 # A 60 Hz drag across the slider's range, low to high; resolves with the input times.
 DRAG = """async ([w, c, n]) => {
     const s = document.querySelector(w).querySelector(`input[type=range][name="${c.name}"]`);
-    const times = [];
+    const times = [];  // only the events that moved the slider to a new stop
+    let prev = s.value;
     for (let i = 0; i < n; i++) {
         let v = c.min + (c.max - c.min) * i / (n - 1);
         if (c.step) v = c.min + Math.round((v - c.min) / c.step) * c.step;
         s.value = v;
-        times.push(performance.now());
+        if (s.value !== prev) times.push(performance.now());
+        prev = s.value;
         s.dispatchEvent(new Event('input', {bubbles: true}));
         await new Promise(r => setTimeout(r, 16));
     }
-    return {times: times, last: s.value};
+    return {times: times, last: s.value, events: n};
 }"""
 
 ENTRIES = """(name) => ({
@@ -248,7 +252,7 @@ def drag(page, w, name, control, n=90) -> dict:
     for r in res:
         inflight = max(inflight, sum(1 for q in res if q["start"] <= r["start"] < q["end"]))
     final = posts[-1].get(control["name"]) if posts else None
-    return {"inputs": len(times), "posts": len(posts), "max_in_flight": inflight,
+    return {"inputs": out["events"], "stops": len(times), "posts": len(posts), "max_in_flight": inflight,
             "figures": len(plots), "age_ms": summary(ages), "fresh_ms": summary(fresh),
             "last_post_is_last_value": final is not None and str(final) == str(
                 _value(control, out["last"])),
@@ -279,14 +283,50 @@ def bench_widget(page, base: str, name: str, path: str, n: int) -> dict:
     return out
 
 
+def table(before_file: str, after_file: str) -> str:
+    """A Markdown table of two recorded runs, before -> after, per widget."""
+    before = {w["widget"]: w for w in json.loads(Path(before_file).read_text())["widgets"]}
+    after = json.loads(Path(after_file).read_text())
+
+    def cell(w, mode, key="to_paint_ms"):
+        x = (w or {}).get(mode, {}).get(key) if mode != "drag" else (w or {}).get("drag", {}).get(key)
+        return f"{x['median']:.0f} / {x['p95']:.0f}" if x and x.get("n") else "–"
+
+    lines = ["| widget | server compute (after) | step: to paint | typed: to paint | "
+             "drag: age of drawn value | drag: input to fresh figure | drag POSTs (max in flight) | "
+             "after, median ms: ttfb · react · paint · KB |",
+             "|---|---|---|---|---|---|---|---|"]
+    for w in after["widgets"]:
+        b = before.get(w["widget"])
+        bd = (w.get("typed") or w.get("step") or {}).get("breakdown_median_ms", {})
+        d, bdrag = w.get("drag", {}), (b or {}).get("drag", {})
+        posts = (f"{bdrag.get('posts', '–')} ({bdrag.get('max_in_flight', '–')}) → "
+                 f"{d.get('posts', '–')} ({d.get('max_in_flight', '–')})") if d else "–"
+        parts = " · ".join("–" if bd.get(k) is None else f"{bd[k]:.0f}"
+                           for k in ("ttfb", "react", "paint"))
+        kb = f"{bd['bytes'] / 1000:.1f}" if bd.get("bytes") else "–"
+        lines.append(f"| {w['widget']} | {cell(w, 'typed' if 'typed' in w else 'step', 'server_compute_ms')}"
+                     f" | {cell(b, 'step')} → {cell(w, 'step')}"
+                     f" | {cell(b, 'typed')} → {cell(w, 'typed')}"
+                     f" | {cell(b, 'drag', 'age_ms')} → {cell(w, 'drag', 'age_ms')}"
+                     f" | {cell(b, 'drag', 'fresh_ms')} → {cell(w, 'drag', 'fresh_ms')}"
+                     f" | {posts} | {parts} · {kb} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--table", nargs=2, metavar=("BEFORE", "AFTER"),
+                    help="print a Markdown table of two recorded runs and exit")
     ap.add_argument("--moves", type=int, default=8)
     ap.add_argument("--widget", action="append", help="only these widgets (repeatable)")
     ap.add_argument("--out", default=str(ROOT / "tests/benchmarks/results/slider_latency.json"))
     ap.add_argument("--site", default=str(ROOT / "site"), help="a built book (default site/)")
     ap.add_argument("--label", default="", help="what this run measures (written with it)")
     args = ap.parse_args()
+    if args.table:
+        print(table(*args.table), end="")
+        return
     site = Path(args.site)
     if not (site / "index.html").is_file():
         sys.exit(f"{args.site} is not built: run `make build` first")
