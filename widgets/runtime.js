@@ -2,9 +2,11 @@
  *
  * Each `<div data-widget>` carries its spec and results baked at build time (see hook.py).
  * The runtime builds the controls from the spec, draws the baked result for the start values
- * at once, and on every change asks the API to recompute (debounced; a newer change cancels
- * the older request). If the API cannot be reached it draws the nearest baked result under a
- * "precomputed" label, so the page keeps working from a static host or a train tunnel.
+ * at once, and on every change asks the API to recompute: at most one request in flight per
+ * widget, and the newest setting goes out the moment the answer before it is in (no fixed wait;
+ * during a drag the figure follows at the rate the server answers). If the API cannot be
+ * reached it draws the nearest baked result under a "precomputed" label, so the page keeps
+ * working from a static host or a train tunnel.
  * Mounting happens from Material's `document$`, so it survives instant navigation.
  *
  * What a reader can rely on:
@@ -22,10 +24,12 @@
 (function () {
   "use strict";
 
-  var DEBOUNCE_MS = 90;
   var NARROW_PX = 560;
   var REQUEST_TIMEOUT_MS = 15000;
-  var PLOT_CONFIG = { responsive: true, displaylogo: false,
+  var BUSY_AFTER_MS = 250;  // only an answer slower than this dims the figure (no flicker in drags)
+  // No `responsive`: plotly.js would then measure the div on every draw (a forced layout of the
+  // whole page); each widget watches its own width (ResizeObserver) and passes it in.
+  var PLOT_CONFIG = { displaylogo: false,
                       modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"] };
   // plotly.js sits beside this script in the built site: assets/vendor/plotly.min.js
   var SELF = document.currentScript && document.currentScript.src;
@@ -118,7 +122,14 @@
     return document.body.getAttribute("data-md-color-scheme") === "slate" ? "dark" : "light";
   }
 
+  var bgCache = {};
   function pageBg() {
+    var key = scheme();
+    if (!bgCache[key]) bgCache[key] = readPageBg();
+    return bgCache[key];
+  }
+
+  function readPageBg() {
     var probe = document.querySelector(".md-main") || document.body;
     var c = getComputedStyle(probe).backgroundColor;
     if (!c || c === "transparent" || /rgba\(.*,\s*0\)$/.test(c)) {
@@ -268,6 +279,7 @@
       box.setAttribute("aria-label", p.label + " (exact value)");
       slider.addEventListener("input", function () {
         var nv = fromSlider(p, +slider.value, widget.effective(p));
+        if (nv === widget.params[p.name] && String(nv) === box.value) return;  // same stop
         box.value = nv;
         slider.setAttribute("aria-valuetext", valueText(p, nv));
         widget.set(p.name, nv);
@@ -346,11 +358,13 @@
     this.shown = null;      // the result whose figure and values are on the page
     this.stickyNotice = ""; // about the link the page was opened with, until the reader acts
     this.movedNotice = "";  // a control that moved because another one changed its range
-    this.timer = null;
-    this.inflight = null;
+    this.timer = null;      // a text field's pause before its value is sent
+    this.inflight = null;   // the one request awaiting its answer, if any
+    this.dirty = false;     // this.params has changed since the last request left
     this.seq = 0;
     var fromUrl = this.readUrl();
     this.build();
+    this.watchWidth();
     this.applyDepends();
     this.show(this.baked[0], { precomputed: "built" });
     if (fromUrl) this.request();  // a shared link: compute the setting it names
@@ -496,11 +510,13 @@
     c.count.classList.toggle("tw-over", n > p.max_length);
   };
 
-  /* A change is sent at once when the line is quiet (a click, a key press, the first step of
-   * a drag); changes arriving while a request is in flight or just sent are coalesced and the
-   * latest goes out after DEBOUNCE_MS. Text is always debounced: nobody wants a request per
-   * keystroke. */
+  /* A change goes out at once when no request is in flight (a click, a typed value, a key
+   * press, the first step of a drag). While one is in flight the newest setting waits, replacing
+   * any older one that waited, and goes out the moment the answer is in: at most one request in
+   * flight per widget, no fixed delay, and the last setting is always the last one sent. Text
+   * waits `delay` ms after the last keystroke: nobody wants a request per keystroke. */
   Widget.prototype.set = function (name, value, delay) {
+    var now = performance.now();
     this.params[name] = value;
     var moved = this.applyDepends();
     this.stickyNotice = "";
@@ -508,13 +524,21 @@
     this.setNotice(this.movedNotice);
     this.clearError();
     var self = this;
+    // this.params is newer than anything sent, unless a drag came back to the setting in flight
+    this.dirty = !(this.inflight && JSON.stringify(this.params) === this.inflightBody);
+    if (this.dirty) this.changedAt = now;
     clearTimeout(this.timer);
-    var quiet = !this.inflight && performance.now() - (this.lastSent || 0) > DEBOUNCE_MS;
-    if (quiet && !delay) {
-      this.request();
+    this.timer = null;
+    if (delay) {
+      this.timer = setTimeout(function () { self.timer = null; self.flush(); }, delay);
     } else {
-      this.timer = setTimeout(function () { self.request(); }, delay || DEBOUNCE_MS);
+      this.flush();
     }
+  };
+
+  /* Send the waiting setting, unless an answer is still awaited (then its arrival sends it). */
+  Widget.prototype.flush = function () {
+    if (this.dirty && !this.inflight && !this.timer) this.request();
   };
 
   Widget.prototype.describeOne = function (p, v) {
@@ -538,6 +562,8 @@
   /* A value refused in the browser: say why, and put the control back to what is shown. */
   Widget.prototype.refuse = function (message, p, keepTyping) {
     clearTimeout(this.timer);
+    this.timer = null;
+    this.dirty = false;
     var shownParams = (this.shown && this.shown.params) || this.params;
     if (!keepTyping) {
       this.params[p.name] = shownParams[p.name];
@@ -556,46 +582,67 @@
 
   Widget.prototype.request = function () {
     var self = this;
-    if (this.inflight) this.inflight.abort();  // a newer value supersedes the older request
     var controller = new AbortController();
     this.inflight = controller;
+    this.dirty = false;
     var seq = ++this.seq;
     var started = performance.now();
-    this.lastSent = started;
+    var timing = { inputAt: this.changedAt || started, sentAt: started };
     var timeout = setTimeout(function () { controller.abort("timeout"); }, REQUEST_TIMEOUT_MS);
-    this.root.classList.add("tw-busy");
+    clearTimeout(this.busyTimer);
+    this.busyTimer = setTimeout(function () { self.root.classList.add("tw-busy"); }, BUSY_AFTER_MS);
     var sent = Object.assign({}, this.params);
+    this.inflightBody = JSON.stringify(sent);
     fetch(this.api + "/widgets/" + encodeURIComponent(this.spec.name), {
       method: "POST",
       headers: { "Content-Type": "application/json", "Accept": "application/json" },
-      body: JSON.stringify(sent),
+      body: this.inflightBody,
       signal: controller.signal
     }).then(function (resp) {
-      return resp.json().then(
-        function (body) { return { resp: resp, body: body }; },
-        function () { return { resp: resp, body: null }; });
+      timing.headersAt = performance.now();
+      return resp.text().then(function (text) {
+        timing.bodyAt = performance.now();
+        timing.bytes = text.length;
+        var body = null;
+        try { body = JSON.parse(text); } catch (e) { body = null; }
+        timing.parsedAt = performance.now();
+        return { resp: resp, body: body };
+      }, function () { return { resp: resp, body: null }; });
     }).then(function (r) {
       if (seq !== self.seq) return;
+      var newer = self.dirty;   // the reader moved on while this was computed
+      self.settle(timeout);     // ... and that newer setting leaves now, before this one is drawn
       if (r.resp.ok && r.body && r.body.figure) {
         r.body.roundTripMs = performance.now() - started;
+        r.body.timing = timing;
         self.show(r.body, {});
-        self.writeUrl(r.body.params || sent);
+        if (!newer) self.writeUrl(r.body.params || sent);
+      } else if (newer) {
+        // Refused or failed, but for a setting the reader has already left: the next request
+        // (already sent) says what is true of the current one.
       } else if (r.body && r.body.error && r.resp.status < 500) {
         self.serverRefused(r.body);                // the reader's input: say what to fix
       } else {
         self.fallback(r.body && r.body.error ? r.body.error : "HTTP " + r.resp.status, sent);
       }
     }).catch(function (err) {
-      if (seq !== self.seq) return;                 // cancelled by a newer request
+      if (seq !== self.seq) return;
+      // Unreachable or too slow: the nearest baked result for the newest setting, and nothing
+      // more is sent until the reader moves again.
+      self.dirty = false;
+      self.settle(timeout);
       self.fallback(controller.signal.aborted ? "no answer in time" : "the server is unreachable",
-                    sent);
-    }).finally(function () {
-      clearTimeout(timeout);
-      if (seq === self.seq) {
-        self.root.classList.remove("tw-busy");
-        self.inflight = null;
-      }
+                    Object.assign({}, self.params));
     });
+  };
+
+  /* The answer in flight is in (or failed): the line is free, and a waiting setting goes out. */
+  Widget.prototype.settle = function (timeout) {
+    clearTimeout(timeout);
+    clearTimeout(this.busyTimer);
+    this.root.classList.remove("tw-busy");
+    this.inflight = null;
+    this.flush();
   };
 
   /* A 400: the figure keeps the last valid setting and says so; a number control named by the
@@ -685,32 +732,85 @@
     this.notice.hidden = !text;
   };
 
+  /* The plot's width, kept by a ResizeObserver: reading clientWidth at every draw would force
+   * a layout of the whole page. A change of width redraws the figure to fit. */
+  Widget.prototype.watchWidth = function () {
+    var self = this;
+    this.width = this.root.clientWidth || 0;
+    this.plotWidth = Math.floor(this.plot.getBoundingClientRect().width) || this.width;
+    if (!window.ResizeObserver) return;
+    new ResizeObserver(function (entries) {
+      var w = Math.floor(entries[0].contentRect.width);
+      if (!w || Math.abs(w - self.plotWidth) < 2) return;  // a height change, or rounding
+      self.plotWidth = w;
+      self.width = self.root.clientWidth || w;
+      self.draw();
+    }).observe(this.plot);
+  };
+
   Widget.prototype.draw = function () {
     var self = this, result = this.shown;
     if (!result) return;
     var fig = result.figure;
-    whenPlotly().then(function (Plotly) {
+    function plot(Plotly) {
       if (self.shown !== result) return;  // a newer result arrived meanwhile
-      var layout = Object.assign({ autosize: true }, fig.layout);
-      if (self.root.clientWidth && self.root.clientWidth < NARROW_PX) {
+      var t0 = performance.now();
+      var layout = Object.assign({}, fig.layout);
+      var narrow = self.width && self.width < NARROW_PX;
+      if (narrow) {
         // A figure may carry a patch for phone screens (e.g. stack side-by-side panels).
         layout = merge(layout, fig.narrow || {});
         layout.margin = Object.assign({}, layout.margin, { l: 45, r: 5 });
       }
+      // The width we know, so plotly.js need not measure the page.
+      layout.autosize = false;
+      if (self.plotWidth) layout.width = self.plotWidth;
+      if (!layout.height) layout.height = 450;
       var t = themed(fig.data, layout);
       if (self.plot.textContent && !self.plot.classList.contains("js-plotly-plot")) {
         self.plot.textContent = "";
       }
-      return Plotly.react(self.plot, t.data, t.layout, PLOT_CONFIG).then(function () {
+      var t1 = performance.now();
+      var done = Plotly.react(self.plot, t.data, t.layout, PLOT_CONFIG);
+      var t2 = performance.now();
+      self.mark(result, { theme: t1 - t0, react: t2 - t1, drawnAt: t2 });
+      return done.then(function () {
+        if (self.labelled) return;
+        self.labelled = true;
         self.plot.querySelectorAll(".modebar-btn").forEach(function (b) {
           if (!b.getAttribute("aria-label") && b.getAttribute("data-title")) {
             b.setAttribute("aria-label", b.getAttribute("data-title"));
           }
         });
       });
-    }).catch(function () {
+    }
+    function failed() {
       self.plot.textContent = "The plotting library did not load; the values below are current.";
-    });
+    }
+    if (window.Plotly) {
+      // Drawn at once, before the values and table below change the page (so plotly.js
+      // measures a page whose layout is still clean).
+      try { var p = plot(window.Plotly); if (p) p.catch(function () {}); } catch (e) { failed(); }
+      return;
+    }
+    whenPlotly().then(plot).catch(failed);
+  };
+
+  /* Where this answer's time went, as a Performance measure `tw:update` from the change to the
+   * drawn figure (benchmark: tests/benchmarks/slider_latency.py). */
+  Widget.prototype.mark = function (result, draw) {
+    var t = result.timing;
+    if (!t || t.marked || !performance.measure) return;
+    t.marked = true;
+    var detail = { widget: this.spec.name, key: this.key, params: result.params,
+                   cached: !!result.cached, server_ms: result.elapsed_ms, bytes: t.bytes,
+                   wait: t.sentAt - t.inputAt, network: t.headersAt - t.sentAt,
+                   download: t.bodyAt - t.headersAt, parse: t.parsedAt - t.bodyAt,
+                   client: draw.drawnAt - draw.react - draw.theme - t.parsedAt,
+                   theme: draw.theme, react: draw.react, total: draw.drawnAt - t.inputAt };
+    try {
+      performance.measure("tw:update", { start: t.inputAt, end: draw.drawnAt, detail: detail });
+    } catch (e) { /* an old browser: no measure, nothing else lost */ }
   };
 
   Widget.prototype.show = function (result, how) {
@@ -841,6 +941,7 @@
     if (watching || !window.MutationObserver) return;
     watching = true;
     new MutationObserver(function () {
+      bgCache = {};
       document.querySelectorAll("[data-widget]").forEach(function (root) {
         if (root.widget) root.widget.draw();
       });
