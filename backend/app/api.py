@@ -20,7 +20,9 @@ OPTIONAL = ("summary", "table", "notice")
 
 @bp.get("/health")
 def health():
-    return {"status": "ok", "device": device.describe(), "torch": torch.__version__}
+    # `device` stays the one-line label; `accelerator` and `limits` are for operators and probes.
+    return {"status": "ok", "device": device.describe(), "torch": torch.__version__,
+            "accelerator": device.facts(), "limits": device.limits()}
 
 
 @bp.get("/widgets")

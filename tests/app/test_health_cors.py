@@ -1,0 +1,63 @@
+"""/api/health describes the device and its limits; CORS only for the configured origins."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from backend import device
+
+ALLOWED = "http://127.0.0.1:9001"
+
+
+def test_health_reports_the_device_kind_and_its_limits(client):
+    body = client.get("/api/health").get_json()
+    facts = body["accelerator"]
+    assert facts["kind"] == device.kind() == ("cuda" if device.device().startswith("cuda") else "cpu")
+    assert body["limits"] == device.limits()
+    assert set(body["limits"]) == set(device.LIMITS["cpu"]) == set(device.LIMITS["cuda"])
+    if facts["kind"] == "cpu":
+        # no GPU: the GPU fields are null, not zero or a guess
+        assert facts["name"] is facts["memory_total_bytes"] is facts["memory_free_bytes"] is None
+        assert facts["cuda_version"] is None
+        assert body["limits"] == device.LIMITS["cpu"]
+    else:
+        assert facts["cuda_version"] == torch.version.cuda
+        assert 0 < facts["memory_free_bytes"] <= facts["memory_total_bytes"]
+
+
+def test_a_gpu_has_more_room_than_a_cpu():
+    for key, cpu_limit in device.LIMITS["cpu"].items():
+        assert device.LIMITS["cuda"][key] > cpu_limit
+
+
+@pytest.fixture()
+def cors_client(tmp_path):
+    from backend.app import create_app
+
+    app = create_app({"TESTING": True, "SITE_DIR": str(tmp_path), "CORS_ORIGINS": f" {ALLOWED}/ ,"})
+    return app.test_client()
+
+
+def test_an_allowed_origin_may_post_after_a_preflight(cors_client):
+    pre = cors_client.options("/api/widgets/attention_scaling", headers={
+        "Origin": ALLOWED, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    assert pre.headers["Access-Control-Allow-Origin"] == ALLOWED
+    assert "POST" in pre.headers["Access-Control-Allow-Methods"]
+    r = cors_client.post("/api/widgets/attention_scaling", json={}, headers={"Origin": ALLOWED})
+    assert r.status_code == 200 and r.headers["Access-Control-Allow-Origin"] == ALLOWED
+
+
+@pytest.mark.parametrize("origin", ["http://127.0.0.1:9002", "https://evil.example", "null"])
+def test_any_other_origin_gets_no_cors_header(cors_client, origin):
+    pre = cors_client.options("/api/widgets/attention_scaling", headers={
+        "Origin": origin, "Access-Control-Request-Method": "POST"})
+    assert "Access-Control-Allow-Origin" not in pre.headers
+    r = cors_client.post("/api/widgets/attention_scaling", json={}, headers={"Origin": origin})
+    assert "Access-Control-Allow-Origin" not in r.headers
+
+
+def test_without_configured_origins_there_are_no_cors_headers(client):
+    r = client.post("/api/widgets/attention_scaling", json={}, headers={"Origin": ALLOWED})
+    assert r.status_code == 200 and "Access-Control-Allow-Origin" not in r.headers
