@@ -96,13 +96,9 @@ def _request(base, method, path, body=None):
 
 @pytest.fixture(scope="module")
 def report(request):
-    lines = []
-    yield lines
-    writer = request.config.pluginmanager.get_plugin("terminalreporter")
-    if writer and lines:
-        writer.write_line("")
-        for line in lines:
-            writer.write_line(f"image: {line}")
+    """Lines for the session's closing summary (tests/container/conftest.py prints them)."""
+    request.config.book_image_figures = []
+    return request.config.book_image_figures
 
 
 @pytest.fixture(scope="module")
