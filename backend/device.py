@@ -32,7 +32,9 @@ def describe() -> str:
 
 # What one request may ask of each kind of device: the longest context a measured attention
 # costs, the largest model (parameters) a widget builds. A GPU with less memory than the
-# reference 16 GiB gets proportionally less. Widgets read `limits()`; /api/health shows it.
+# reference 16 GiB gets proportionally less. Widgets read `limits()`; /api/health shows it,
+# and beside it what any widget module's own `device_limits()` returns (e.g. a widget whose
+# slider maximum follows `limits()["max_context_tokens"]` reports the maximum it applies).
 LIMITS = {
     "cpu": {"max_context_tokens": 4096, "max_model_params": 200_000_000},
     "cuda": {"max_context_tokens": 32768, "max_model_params": 2_000_000_000},

@@ -20,9 +20,12 @@ OPTIONAL = ("summary", "table", "notice")
 
 @bp.get("/health")
 def health():
-    # `device` stays the one-line label; `accelerator` and `limits` are for operators and probes.
+    # `device` stays the one-line label; `accelerator` and `limits` are for operators and probes:
+    # the device's own limits, and those of each widget that declares `device_limits()`.
+    widget_limits = {name: m.device_limits() for name, m in REGISTRY.items()
+                     if callable(getattr(m, "device_limits", None))}
     return {"status": "ok", "device": device.describe(), "torch": torch.__version__,
-            "accelerator": device.facts(), "limits": device.limits()}
+            "accelerator": device.facts(), "limits": {**device.limits(), "widgets": widget_limits}}
 
 
 @bp.get("/widgets")

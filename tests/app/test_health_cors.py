@@ -14,16 +14,31 @@ def test_health_reports_the_device_kind_and_its_limits(client):
     body = client.get("/api/health").get_json()
     facts = body["accelerator"]
     assert facts["kind"] == device.kind() == ("cuda" if device.device().startswith("cuda") else "cpu")
-    assert body["limits"] == device.limits()
-    assert set(body["limits"]) == set(device.LIMITS["cpu"]) == set(device.LIMITS["cuda"])
+    limits = dict(body["limits"])
+    widgets = limits.pop("widgets")
+    assert limits == device.limits()
+    assert set(limits) == set(device.LIMITS["cpu"]) == set(device.LIMITS["cuda"])
+    from backend.widgets import REGISTRY
+
+    assert widgets == {name: m.device_limits() for name, m in REGISTRY.items()
+                       if hasattr(m, "device_limits")}
     if facts["kind"] == "cpu":
         # no GPU: the GPU fields are null, not zero or a guess
         assert facts["name"] is facts["memory_total_bytes"] is facts["memory_free_bytes"] is None
         assert facts["cuda_version"] is None
-        assert body["limits"] == device.LIMITS["cpu"]
+        assert limits == device.LIMITS["cpu"]
     else:
         assert facts["cuda_version"] == torch.version.cuda
         assert 0 < facts["memory_free_bytes"] <= facts["memory_total_bytes"]
+
+
+def test_health_shows_a_widgets_own_device_limits(client, monkeypatch):
+    from backend.widgets import REGISTRY
+
+    module = REGISTRY["attention_scaling"]
+    monkeypatch.setattr(module, "device_limits", lambda: {"max_context": 123}, raising=False)
+    body = client.get("/api/health").get_json()
+    assert body["limits"]["widgets"]["attention_scaling"] == {"max_context": 123}
 
 
 def test_a_gpu_has_more_room_than_a_cpu():

@@ -19,7 +19,8 @@
 #   CHECK_PYTHON     host interpreter copied into the local python base (default python3.11)
 #   IMAGE            tag of the built image (default localhost/transformer-book:check)
 #   TORCH_INDEX      the Dockerfile's build argument (default here: empty, i.e. torch from
-#                    pip's own configuration, since download.pytorch.org may be unreachable)
+#                    pip's configuration, when its find-links folder holds a torch wheel, as
+#                    download.pytorch.org may be unreachable; else cpu)
 #   SITE_CONTEXT     a folder holding an already built site (`mkdocs build`): the image takes
 #                    it instead of building the book again (the Dockerfile's `site` stage)
 #   BASES_ONLY=1     make the base images and stop
@@ -167,7 +168,15 @@ mounts+=(-v "$WORK/pip.conf:/etc/pip.conf:ro")
 echo "pip inside the build:"; sed 's/^/  /' "$WORK/pip.conf"
 
 # ---------------------------------------------------------------- build
-extra=(--build-arg TORCH_INDEX="${TORCH_INDEX-}")
+# torch: from the local wheel folder when it holds one (download.pytorch.org may be out of
+# reach), else the Dockerfile's default CPU index (PyPI's own torch is the CUDA build).
+if [ -z "${TORCH_INDEX+set}" ]; then
+  TORCH_INDEX=cpu
+  for dir in $FIND_LINKS; do
+    if compgen -G "$dir/torch-*.whl" >/dev/null; then TORCH_INDEX=""; fi
+  done
+fi
+extra=(--build-arg TORCH_INDEX="$TORCH_INDEX")
 [ -z "${BOOK_API_URL:-}" ] || extra+=(--build-arg BOOK_API_URL="$BOOK_API_URL")
 if [ -n "${SITE_CONTEXT:-}" ]; then
   [ -f "$SITE_CONTEXT/assets/book/runtime.js" ] || die "SITE_CONTEXT=$SITE_CONTEXT holds no built site"

@@ -61,7 +61,11 @@ SUDO = [] if os.geteuid() == 0 else ["sudo", "-n"]
 def _part_widgets() -> dict[str, str]:
     """Part title -> the first widget its chapters embed, read from mkdocs.yml's nav, so a new
     part (Part III) is probed as soon as it is in the book."""
-    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    class Loader(yaml.SafeLoader):  # mkdocs.yml may carry !!python/name: tags; only nav matters
+        pass
+
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    nav = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=Loader)["nav"]
     block = re.compile(r"^[ \t]*```widget[ \t]*\n[ \t]*name:[ \t]*(\w+)", re.M)
     found = {}
     for section in nav:
