@@ -173,7 +173,7 @@ def test_the_book_has_parts_to_probe():
     assert len(parts) >= 2, parts
 
 
-@pytest.mark.parametrize("part", sorted(_part_widgets()))
+@pytest.mark.parametrize("part", sorted(_part_widgets()), ids=lambda t: t.split(" —")[0])
 def test_one_widget_of_each_part_computes(container, part):
     base, _, _ = container
     name = _part_widgets()[part]
@@ -181,6 +181,13 @@ def test_one_widget_of_each_part_computes(container, part):
     assert status == 200, raw[:300]
     body = json.loads(raw)
     assert body["values"] and body["figure"]["data"], name
+
+
+def test_the_pretrained_encoder_loads_offline_as_the_unprivileged_user(container):
+    # a whole model from a wheel, read by a user that can write nothing under /book
+    base, _, _ = container
+    status, _, raw = _request(base, "POST", "/api/widgets/attention_map", {"model": "minilm"})
+    assert status == 200, raw[:300]
 
 
 def test_bad_input_is_a_400_naming_the_control(container):
