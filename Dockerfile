@@ -56,7 +56,10 @@ COPY widgets ./widgets
 COPY mkdocs.yml ./
 COPY docs ./docs
 ARG BOOK_API_URL=
-RUN BOOK_API_URL="${BOOK_API_URL}" mkdocs build --strict --site-dir /site
+# mkdocs-jupyter keeps executed notebooks in .cache/, keyed by their content: a build cache
+# across image builds, so a chapter edit does not execute every exercise again (BuildKit/podman)
+RUN --mount=type=cache,target=/book/.cache,id=transformer-book-mkdocs \
+    BOOK_API_URL="${BOOK_API_URL}" mkdocs build --strict --site-dir /site
 
 # ---- the built site alone, at the root: `--build-context site=DIR` replaces this stage
 FROM scratch AS site

@@ -128,6 +128,8 @@ make_node_base() {  # the python base plus Debian's nodejs and npm (debootstrap 
   pm build --isolation=chroot --network=host -f "$WORK/Containerfile.node" -t "$image" "$WORK"
 }
 
+# A site handed in replaces the book's stages, and with them the only use of NODE_BASE.
+if [ -n "${SITE_CONTEXT:-}" ] && [ -z "${NODE_BASE:-}" ]; then NODE_BASE=${BASE:-$PY_BASE_LOCAL}; fi
 if [ -z "${BASE:-}" ] || [ -z "${NODE_BASE:-}" ]; then
   make_python_base "$PY_BASE_LOCAL"
 fi
