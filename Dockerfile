@@ -1,6 +1,19 @@
 # The book, self-hosted: site + API from one origin on port 8000.
 #   docker build -t transformer-book . && docker run -p 8000:8000 transformer-book
-# BASE / NODE_BASE can point at local images where registries are unreachable.
+#
+# Build arguments:
+#   TORCH_INDEX   which PyTorch build: `cpu` (default), or a CUDA wheel index such as `cu128`
+#                 (the GPU image: `--build-arg TORCH_INDEX=cu128`, run with `--gpus all` or
+#                 podman's `--device nvidia.com/gpu=all`). The wheels carry their CUDA runtime,
+#                 so the base stays python:3.11-slim; the host needs only the NVIDIA driver.
+#                 Empty: torch from pip's own index/configuration (on PyPI, its default build).
+#   BOOK_API_URL  the API base the built pages call (e.g. https://api.example.edu/api);
+#                 empty: /api on the page's own origin.
+#   BASE / NODE_BASE  base images; can point at local ones where registries are unreachable.
+# Layers, slowest-changing first: the Python requirements (minutes, cached until a
+# requirements file changes), then the code, then the book's build. A chapter edit reruns only
+# the `site` stage. A site already built on the host (`make build`) can stand in for that stage
+# with `--build-context site=site` (BuildKit / podman): then a chapter edit costs seconds.
 ARG BASE=python:3.11-slim
 ARG NODE_BASE=node:20-bookworm-slim
 
@@ -10,8 +23,11 @@ WORKDIR /book
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 
-# ---- the runtime, plus a build of the book (notebooks executed, widgets baked)
-FROM ${BASE}
+# ---- the API server's Python environment: exactly requirements.txt
+FROM ${BASE} AS runtime
+ARG TORCH_INDEX=cpu
+# the pin in requirements.txt (tests/test_dockerfile.py checks they agree)
+ARG TORCH_VERSION=2.13.0
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -22,14 +38,37 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HOST=0.0.0.0 \
     PORT=8000
 WORKDIR /book
-COPY requirements.txt requirements-docs.txt ./
-RUN pip install -r requirements.txt -r requirements-docs.txt
+COPY requirements.txt ./
+# torch first, from the index TORCH_INDEX names; the rest then finds it already satisfied.
+RUN if [ -n "${TORCH_INDEX}" ]; then \
+      pip install --index-url "https://download.pytorch.org/whl/${TORCH_INDEX}" "torch==${TORCH_VERSION}"; \
+    fi \
+    && pip install -r requirements.txt \
+    && useradd --system --uid 10001 --home-dir /book book
+
+# ---- the book: notebooks executed, widgets baked (computed by the torch above)
+FROM runtime AS book
+COPY requirements-docs.txt ./
+RUN pip install -r requirements-docs.txt
 COPY --from=assets /book/node_modules ./node_modules
-COPY . .
-RUN mkdocs build --strict \
-    && rm -rf node_modules .cache \
-    && useradd --system --uid 10001 --home-dir /book book \
-    && chown -R book /book
+COPY backend ./backend
+COPY widgets ./widgets
+COPY mkdocs.yml ./
+COPY docs ./docs
+ARG BOOK_API_URL=
+# mkdocs-jupyter keeps executed notebooks in .cache/, keyed by their content: a build cache
+# across image builds, so a chapter edit does not execute every exercise again (BuildKit/podman)
+RUN --mount=type=cache,target=/book/.cache,id=transformer-book-mkdocs \
+    BOOK_API_URL="${BOOK_API_URL}" mkdocs build --strict --site-dir /site
+
+# ---- the built site alone, at the root: `--build-context site=DIR` replaces this stage
+FROM scratch AS site
+COPY --from=book /site /
+
+# ---- what runs: the server code and the built site, nothing of the build
+FROM runtime
+COPY backend ./backend
+COPY --from=site / ./site
 USER 10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s \

@@ -57,3 +57,21 @@ def memory_bytes() -> int:
     out = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True,
                          timeout=120, check=True)
     return int(out.stdout.split()[-1])
+
+
+def kind() -> str:
+    """"cpu" or "cuda": the family of `device()`."""
+    return "cuda" if device().startswith("cuda") else "cpu"
+
+
+def facts() -> dict:
+    """The device, for /api/health: kind, GPU name and memory, CUDA version (None on CPU)."""
+    dev = device()
+    out = {"kind": kind(), "name": None, "memory_total_bytes": None, "memory_free_bytes": None,
+           "cuda_version": None, "threads": torch.get_num_threads()}
+    if kind() == "cuda":
+        index = torch.device(dev)
+        free, total = torch.cuda.mem_get_info(index)
+        out.update(name=torch.cuda.get_device_name(index), memory_total_bytes=int(total),
+                   memory_free_bytes=int(free), cuda_version=torch.version.cuda)
+    return out

@@ -69,7 +69,9 @@ WIDGET_BLOCK = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]*\n(?P<body>.*?)^(?
                           re.M | re.S)
 VALUE_CALL = re.compile(r"\{\{\s*value\((?P<args>.*?)\)\s*\}\}", re.S)
 
-API_BASE = "/api"
+# The API the built pages call: `BOOK_API_URL` at build time (a site on a static host calling
+# an API on another origin, e.g. https://api.example.edu/api), else /api on the same origin.
+API_BASE = os.environ.get("BOOK_API_URL", "").strip().rstrip("/") or "/api"
 
 
 # ---------------------------------------------------------------------------- computations

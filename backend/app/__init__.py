@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from flask import Flask
+from flask_cors import CORS
 
 from backend.app import api, errors, limits, site
 
@@ -24,6 +25,7 @@ DEFAULTS = {
     "HEAVY_WAIT_SECONDS": 30.0,             # the same for heavy widgets (a model may be loading)
     "RATE_LIMIT_PER_MINUTE": 600,           # per client address, per worker; 0 disables
     "RESULT_CACHE_SIZE": 512,               # identical requests are answered from memory
+    "CORS_ORIGINS": "",                     # comma-separated origins that may call /api/*
 }
 
 # name of the setting -> (environment variable, type)
@@ -35,6 +37,7 @@ ENVIRONMENT = {
     "HEAVY_WAIT_SECONDS": ("BOOK_HEAVY_WAIT_SECONDS", float),
     "RATE_LIMIT_PER_MINUTE": ("BOOK_RATE_LIMIT_PER_MINUTE", int),
     "RESULT_CACHE_SIZE": ("BOOK_RESULT_CACHE_SIZE", int),
+    "CORS_ORIGINS": ("BOOK_CORS_ORIGINS", str),
 }
 
 
@@ -51,6 +54,10 @@ def create_app(test_config: dict | None = None) -> Flask:
         app.config.update(test_config)
     app.json.sort_keys = False
 
+    origins = [o.strip().rstrip("/") for o in app.config["CORS_ORIGINS"].split(",") if o.strip()]
+    if origins:  # none: same origin only (no CORS headers at all)
+        CORS(app, resources={r"/api/*": {"origins": origins}}, methods=["GET", "POST"],
+             allow_headers=["Content-Type"], max_age=600)
     limits.init_app(app)
     errors.init_app(app)
     app.register_blueprint(api.bp)

@@ -20,7 +20,12 @@ OPTIONAL = ("summary", "table", "notice")
 
 @bp.get("/health")
 def health():
-    return {"status": "ok", "device": device.describe(), "torch": torch.__version__}
+    # `device` stays the one-line label; `accelerator` and `limits` are for operators and probes:
+    # the limits this device sets, as each widget that has one declares it (`device_limits()`).
+    widget_limits = {name: m.device_limits() for name, m in REGISTRY.items()
+                     if callable(getattr(m, "device_limits", None))}
+    return {"status": "ok", "device": device.describe(), "torch": torch.__version__,
+            "accelerator": device.facts(), "limits": widget_limits}
 
 
 @bp.get("/widgets")

@@ -42,7 +42,7 @@ CURVE_POINTS = 40
 
 
 def _kind() -> str:
-    return "cuda" if device.device().startswith("cuda") else "cpu"
+    return device.kind()
 
 
 def memory_budget() -> int:
@@ -57,6 +57,13 @@ def ceiling(n_heads: int = 1, batch: int = 1, d_head: int = 64, dtype=torch.floa
 
 
 CEILING = ceiling()  # at the defaults: the slider's top on this device
+
+
+def device_limits() -> dict:
+    """What this device allows, for /api/health: the longest context at the defaults (batch 1,
+    one head of 64, float32) and the memory budget that ceiling is planned against."""
+    return {"max_context_len": CEILING, "memory_budget_bytes": memory_budget(),
+            "work_budget": WORK_BUDGET[_kind()]}
 
 
 class CeilingSpec(WidgetSpec):

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make container-check`: build the Dockerfile with podman, run the image, probe it over HTTP.
-# Opt-in (not part of `make test`): it needs root or sudo, several minutes and ~3 GB of disk.
+# Build the Dockerfile with podman; `tests/container/test_image.py` (run by `make test` and
+# `make container-check`) calls this, then runs the image and probes it over HTTP.
+# Needs root or sudo, a few minutes cold and ~3 GB of disk.
 #
 # No Docker engine is needed. Where container registries are unreachable (the default here),
 # the base images are made locally and passed as BASE / NODE_BASE: Debian bookworm from
@@ -17,10 +18,13 @@
 #                    NODE_BASE=node:20-bookworm-slim uses the public defaults.
 #   CHECK_PYTHON     host interpreter copied into the local python base (default python3.11)
 #   IMAGE            tag of the built image (default localhost/transformer-book:check)
-#   CHECK_PORT       host port to publish on 127.0.0.1 (default: a free one)
-#   EXPECT_DEVICE    what /api/health's device must start with (default cpu; empty: any)
-#   READY_TIMEOUT    seconds to wait for /api/health (default 120)
-#   KEEP_IMAGE=0     remove the built image afterwards (default: keep it, for layer reuse)
+#   TORCH_INDEX      the Dockerfile's build argument (default here: empty, i.e. torch from
+#                    pip's configuration, when its find-links folder holds a torch wheel, as
+#                    download.pytorch.org may be unreachable; else cpu)
+#   SITE_CONTEXT     a folder holding an already built site (`mkdocs build`): the image takes
+#                    it instead of building the book again (the Dockerfile's `site` stage)
+#   BASES_ONLY=1     make the base images and stop
+# Prints `BUILD_SECONDS=<n>` and `IMAGE_BYTES=<n>` as its last lines.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -28,20 +32,14 @@ IMAGE=${IMAGE:-localhost/transformer-book:check}
 PY_BASE_LOCAL=localhost/transformer-book-base-python:bookworm
 NODE_BASE_LOCAL=localhost/transformer-book-base-node:bookworm
 SUITE=bookworm                       # python3.11, like python:3.11-slim
-EXPECT_DEVICE=${EXPECT_DEVICE-cpu}
-READY_TIMEOUT=${READY_TIMEOUT:-120}
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
 
 say() { printf '\n== %s\n' "$*"; }
-die() { printf 'container-check: FAIL: %s\n' "$*" >&2; exit 1; }
+die() { printf 'build.sh: FAIL: %s\n' "$*" >&2; exit 1; }
 
 WORK=$(mktemp -d)
-CONTAINER=""
-cleanup() {
-  if [ -n "$CONTAINER" ]; then pm rm -f "$CONTAINER" >/dev/null 2>&1 || true; fi
-  $SUDO rm -rf "$WORK"
-}
+cleanup() { $SUDO rm -rf "$WORK"; }
 trap cleanup EXIT
 
 # ---------------------------------------------------------------- podman, installed if missing
@@ -130,14 +128,18 @@ make_node_base() {  # the python base plus Debian's nodejs and npm (debootstrap 
   pm build --isolation=chroot --network=host -f "$WORK/Containerfile.node" -t "$image" "$WORK"
 }
 
+# A site handed in replaces the book's stages, and with them the only use of NODE_BASE.
+if [ -n "${SITE_CONTEXT:-}" ] && [ -z "${NODE_BASE:-}" ]; then NODE_BASE=${BASE:-$PY_BASE_LOCAL}; fi
 if [ -z "${BASE:-}" ] || [ -z "${NODE_BASE:-}" ]; then
   make_python_base "$PY_BASE_LOCAL"
 fi
+if [ "${BASES_ONLY:-0}" = 1 ] && [ -n "${NODE_BASE:-}" ]; then exit 0; fi
 if [ -z "${NODE_BASE:-}" ]; then
   make_node_base "$NODE_BASE_LOCAL" "$PY_BASE_LOCAL"
   NODE_BASE=$NODE_BASE_LOCAL
 fi
 BASE=${BASE:-$PY_BASE_LOCAL}
+if [ "${BASES_ONLY:-0}" = 1 ]; then exit 0; fi
 
 # ---------------------------------------------------------------- pip and TLS inside the build
 pip_setting() {  # the host's value of a pip setting: environment first, then pip's config
@@ -168,105 +170,25 @@ mounts+=(-v "$WORK/pip.conf:/etc/pip.conf:ro")
 echo "pip inside the build:"; sed 's/^/  /' "$WORK/pip.conf"
 
 # ---------------------------------------------------------------- build
-say "podman build -t $IMAGE (BASE=$BASE NODE_BASE=$NODE_BASE)"
-t0=$(date +%s)
-pm build --isolation=chroot --network=host --format docker \
-  --build-arg BASE="$BASE" --build-arg NODE_BASE="$NODE_BASE" \
-  "${mounts[@]}" -t "$IMAGE" .
-build_s=$(( $(date +%s) - t0 ))
-size=$(pm image inspect --format '{{.Size}}' "$IMAGE")
-
-# ---------------------------------------------------------------- run
-PORT=${CHECK_PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
-say "podman run $IMAGE on 127.0.0.1:$PORT"
-t0=$(date +%s.%N)
-# Without systemd podman complains that it cannot time the HEALTHCHECK (harmless: it is run
-# by hand below), so its messages are shown only when the start fails.
-CONTAINER=$(pm run --runtime runc -d -p "127.0.0.1:$PORT:8000" "$IMAGE" 2>"$WORK/run.err") \
-  || { cat "$WORK/run.err" >&2; die "podman run failed"; }
-ready=""
-deadline=$(( $(date +%s) + READY_TIMEOUT ))
-while [ "$(date +%s)" -lt "$deadline" ]; do
-  if [ "$(pm inspect --format '{{.State.Running}}' "$CONTAINER")" != true ]; then
-    pm logs "$CONTAINER" | tail -n 40 >&2
-    die "the container exited before it answered"
-  fi
-  if python3 -c 'import sys, urllib.request as u; u.urlopen(sys.argv[1], timeout=2)' \
-       "http://127.0.0.1:$PORT/api/health" 2>/dev/null; then
-    ready=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t0" "$(date +%s.%N)")
-    break
-  fi
-  sleep 0.25
-done
-if [ -z "$ready" ]; then
-  pm logs "$CONTAINER" | tail -n 40 >&2
-  die "/api/health did not answer within ${READY_TIMEOUT}s"
+# torch: from the local wheel folder when it holds one (download.pytorch.org may be out of
+# reach), else the Dockerfile's default CPU index (PyPI's own torch is the CUDA build).
+if [ -z "${TORCH_INDEX+set}" ]; then
+  TORCH_INDEX=cpu
+  for dir in $FIND_LINKS; do
+    if compgen -G "$dir/torch-*.whl" >/dev/null; then TORCH_INDEX=""; fi
+  done
 fi
-
-# ---------------------------------------------------------------- HTTP checks
-say "HTTP checks"
-uid=$(pm exec "$CONTAINER" id -u)
-[ "$uid" = 10001 ] || die "the server runs as uid $uid, not 10001"
-pm healthcheck run "$CONTAINER" >/dev/null || die "the image's HEALTHCHECK fails"
-echo "uid $uid; HEALTHCHECK passes"
-python3 - "http://127.0.0.1:$PORT" "$EXPECT_DEVICE" <<'PY'
-import gzip, json, sys, time, urllib.error, urllib.request
-
-base, expect_device = sys.argv[1], sys.argv[2]
-failures = []
-
-def request(method, path, body=None, headers=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, method=method, headers=dict(headers or {}))
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    start = time.perf_counter()
-    try:
-        with urllib.request.urlopen(req, timeout=120) as resp:
-            status, hdrs, raw = resp.status, resp.headers, resp.read()
-    except urllib.error.HTTPError as err:
-        status, hdrs, raw = err.code, err.headers, err.read()
-    return status, hdrs, raw, (time.perf_counter() - start) * 1000
-
-def check(label, ok, detail):
-    print(f"{'ok  ' if ok else 'FAIL'} {label}: {detail}")
-    if not ok:
-        failures.append(label)
-
-status, _, raw, ms = request("GET", "/api/health")
-health = json.loads(raw) if status == 200 else {}
-check("GET /api/health", status == 200 and health.get("status") == "ok"
-      and str(health.get("device", "")).startswith(expect_device),
-      f"{status}, device {health.get('device')!r}, torch {health.get('torch')}")
-
-for name, params in [("attention_scaling", {"d_k": 128}), ("attention_map", {"model": "minilm"}),
-                     ("attention_map", {"model": "minilm"})]:  # again: cached
-    status, _, raw, ms = request("POST", f"/api/widgets/{name}", params)
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        body = {}
-    check(f"POST /api/widgets/{name} {json.dumps(params)}",
-          status == 200 and "values" in body and "figure" in body,
-          f"{status}, device {body.get('device')!r}, elapsed_ms {body.get('elapsed_ms')}, "
-          f"round trip {ms:.0f} ms" + ("" if status == 200 else f", {raw[:200]!r}"))
-
-status, _, raw, ms = request("GET", "/chapters/scaling/")
-check("GET /chapters/scaling/", status == 200 and b"data-widget" in raw,
-      f"{status}, {len(raw)} bytes, data-widget {'present' if b'data-widget' in raw else 'MISSING'}")
-
-status, hdrs, raw, ms = request("GET", "/", headers={"Accept-Encoding": "gzip"})
-encoding = hdrs.get("Content-Encoding")
-try:
-    html = gzip.decompress(raw) if encoding == "gzip" else raw
-except OSError:
-    html = b""
-check("GET / (Accept-Encoding: gzip)", status == 200 and encoding == "gzip" and b"<html" in html,
-      f"{status}, Content-Encoding {encoding}, {len(raw)} bytes -> {len(html)}")
-
-sys.exit(1 if failures else 0)
-PY
-
-say "container-check passed"
-echo "build ${build_s}s; image $(python3 -c "import sys; print(f'{int(sys.argv[1]) / 1e9:.2f} GB')" "$size"); ready ${ready}s after podman run"
-if [ "${KEEP_IMAGE:-1}" = 0 ]; then pm rmi -f "$IMAGE" >/dev/null; fi
+extra=(--build-arg TORCH_INDEX="$TORCH_INDEX")
+[ -z "${BOOK_API_URL:-}" ] || extra+=(--build-arg BOOK_API_URL="$BOOK_API_URL")
+if [ -n "${SITE_CONTEXT:-}" ]; then
+  [ -f "$SITE_CONTEXT/assets/book/runtime.js" ] || die "SITE_CONTEXT=$SITE_CONTEXT holds no built site"
+  extra+=(--build-context site="$SITE_CONTEXT")
+fi
+say "podman build -t $IMAGE (BASE=$BASE NODE_BASE=$NODE_BASE ${extra[*]})"
+t0=$(date +%s.%N)
+pm build --isolation=chroot --network=host --format docker \
+  --build-arg BASE="$BASE" --build-arg NODE_BASE="$NODE_BASE" "${extra[@]}" \
+  "${mounts[@]}" -t "$IMAGE" .
+build_s=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t0" "$(date +%s.%N)")
+echo "BUILD_SECONDS=$build_s"
+echo "IMAGE_BYTES=$(pm image inspect --format '{{.Size}}' "$IMAGE")"
