@@ -11,8 +11,10 @@ share (--heavy-share, 5 %) a move on a heavy widget (a trained model, a timing l
 and then (3 %) a move to another chapter (HTML only: the assets are in the browser's cache for
 ten minutes). A share of the moves (--repeat-share, 70 %) go to a few stops the whole class
 shares (the lecturer says "set d_k to 64"): those are the repeated positions a cache serves;
-the rest go to any value on the slider's grid. Every move is checked against the widget's own
-spec before it is sent, so a 400 in the results is the server's fault, not the harness's.
+the rest to any of up to 64 stops spread over the slider. Every move is checked against the
+widget's own spec (and an analytic widget's compute, 0.3 s of CPU per widget) before it is sent, so a 400 in the results
+is the server's fault, not the harness's. A request on a kept-alive connection that the server
+closed just then is retried once at once, as browsers do, and counted apart.
 
 All readers share 127.0.0.1: to the server they are one client address, like a class behind a
 university's NAT. Without --url the script starts `gunicorn -c backend/gunicorn_conf.py` (the
@@ -203,7 +205,8 @@ HEAVY_MOVES = {
 }
 
 
-def plan_moves(widgets: set[str] | None = None, shared_stops: int = 8) -> list[Move]:
+def plan_moves(widgets: set[str] | None = None, shared_stops: int = 8,
+               spread: int = 64) -> list[Move]:
     """One Move per (widget, numeric slider) the book has; every value checked by the spec."""
     from backend.widgets import REGISTRY
     from backend.widgets.spec import ParamError
@@ -218,6 +221,9 @@ def plan_moves(widgets: set[str] | None = None, shared_stops: int = 8) -> list[M
         if heavy and chosen is None:
             continue
         base = {**spec.defaults(), **(chosen[1] if chosen else {})}
+        if not heavy:
+            module.compute(spec.resolve(base))  # the first call pays for imports and caches
+        budget = [0.3]  # CPU seconds per widget for checking stops by compute
         labels = {q.name: q.label for q in spec.params}
         for p in spec.to_json()["params"]:
             if p["type"] not in ("int", "float") or (chosen and p["name"] != chosen[0]):
@@ -227,10 +233,25 @@ def plan_moves(widgets: set[str] | None = None, shared_stops: int = 8) -> list[M
             eff = param.effective(others, labels)
             if eff.get("disabled"):
                 continue
+            grid = _grid(p, eff)
+            # At most `spread` stops per slider, checked by the spec and, for an analytic widget,
+            # by its compute too (cross-parameter rules, e.g. heads dividing the width, are
+            # compute's 400s) within 0.3 s of CPU per widget: moves the server must accept.
+            if len(grid) > spread:
+                grid = sorted({grid[round(i * (len(grid) - 1) / (spread - 1))]
+                               for i in range(spread)}, key=grid.index)
             ok = []
-            for v in _grid(p, eff):
+            for v in grid:
                 try:
-                    spec.resolve({**base, p["name"]: v})
+                    params = spec.resolve({**base, p["name"]: v})
+                    if not heavy:
+                        if budget[0] <= 0:
+                            continue  # unchecked stops are left out, never sent unchecked
+                        t0 = time.thread_time()
+                        try:
+                            module.compute(params)
+                        finally:
+                            budget[0] -= time.thread_time() - t0
                 except ParamError:
                     continue
                 ok.append(v)
@@ -272,10 +293,14 @@ class Plan:
         return out
 
 
-async def _timed(session, records: list, cls: str, method: str, url: str, **kw) -> None:
+stale = [0]  # requests retried once after a kept-alive connection turned out closed
+
+
+async def _timed(session, records: list, cls: str, method: str, url: str, retried: bool = False,
+                 t0: float | None = None, **kw) -> None:
     import aiohttp
 
-    t0 = time.monotonic()
+    t0 = time.monotonic() if t0 is None else t0
     try:
         async with session.request(method, url, **kw) as resp:
             body = await resp.read()
@@ -284,9 +309,18 @@ async def _timed(session, records: list, cls: str, method: str, url: str, **kw) 
                 cached = bool(json.loads(body).get("cached"))
             records.append(Record(cls, t0, (time.monotonic() - t0) * 1000, resp.status, cached,
                                   None if resp.status < 400 else body[:200].decode(errors="replace")))
+    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+        if not retried and (time.monotonic() - t0) < 1.0:
+            # A kept-alive connection the server closed as it was reused (gunicorn drops
+            # connections idle past `keepalive`): a browser retries once on a fresh one, so do
+            # we, and count it. A connection that dies later, mid-answer, is an error.
+            stale[0] += 1
+            return await _timed(session, records, cls, method, url, retried=True, t0=t0, **kw)
+        records.append(Record(cls, t0, (time.monotonic() - t0) * 1000, 0, None,
+                              f"{type(exc).__name__}: {exc}"[:120]))
     except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
         records.append(Record(cls, t0, (time.monotonic() - t0) * 1000, 0, None,
-                              type(exc).__name__))
+                              f"{type(exc).__name__}: {exc}"[:120]))
 
 
 async def load_page(session, plan: Plan, records: list, path: str, with_assets: bool) -> None:
@@ -306,14 +340,15 @@ async def reader(plan: Plan, records: list, rng: random.Random, start_at: float,
     conn = aiohttp.TCPConnector(limit=6, force_close=False)
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(connector=conn, headers=headers, timeout=timeout) as session:
-        path = rng.choice(list(plan.pages))
-        await load_page(session, plan, records, path, with_assets=True)
+        if plan.pages:  # an API-only plan (the fault tests) has none
+            path = rng.choice(list(plan.pages))
+            await load_page(session, plan, records, path, with_assets=True)
         while True:
             await asyncio.sleep(rng.uniform(*plan.think))
             if time.monotonic() >= stop_at:
                 return
             r = rng.random()
-            if r < plan.navigate_share:
+            if plan.pages and r < plan.navigate_share:
                 path = rng.choice(list(plan.pages))
                 await load_page(session, plan, records, path, with_assets=False)
                 continue
@@ -394,7 +429,7 @@ def summarize(records: list[Record], wall: float) -> dict:
         errors: dict[str, int] = {}
         for r in rs:
             if not 200 <= r.status < 400:
-                key = str(r.status) if r.status else (r.error or "no answer")
+                key = str(r.status) if r.status else (r.error or "no answer").split(":")[0]
                 errors[key] = errors.get(key, 0) + 1
                 out["errors_by_status"][key] = out["errors_by_status"].get(key, 0) + 1
         entry = {"n": len(rs), "rps": round(len(rs) / wall, 1), "p50_ms": pct(ok, 0.5),
@@ -406,7 +441,7 @@ def summarize(records: list[Record], wall: float) -> dict:
                                      if answered else None)
             computed = [r.ms for r in answered if not r.cached]
             entry["computed_p95_ms"] = pct(computed, 0.95)
-        samples = [r.error for r in rs if r.error and r.status][:3]
+        samples = sorted({r.error for r in rs if r.error})[:4]
         if samples:
             entry["error_samples"] = samples
         out["classes"][cls] = entry
@@ -424,7 +459,8 @@ def markdown(result: dict) -> str:
                   f"Generator CPU {level['client_cpu_share']:.0%} of one core; server CPU "
                   f"{level.get('server_cpu_share', 0):.0%} of one core, peak RSS "
                   f"{level.get('server_peak_rss_mib', '?')} MiB; load average after "
-                  f"{level['load_average_after']}.", "",
+                  f"{level['load_average_after']}. Retried once on a kept-alive connection the server "
+                  f"had closed: {level['retried_on_closed_keepalive']}.", "",
                   "| class | requests | per s | p50 ms | p95 ms | p99 ms | max ms | cached | errors |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for cls, e in level["classes"].items():
@@ -511,11 +547,13 @@ def main() -> None:
             la = os.getloadavg()
             sampler = Sampler(server)
             c0 = resource.getrusage(resource.RUSAGE_SELF)
+            stale[0] = 0
             records, wall = asyncio.run(run_level(plan, readers, args.duration, args.ramp,
                                                   seed=readers))
             c1 = resource.getrusage(resource.RUSAGE_SELF)
             server_cpu, peak = sampler.finish()
             level = {"readers": readers, "duration_s": args.duration, **summarize(records, wall),
+                     "retried_on_closed_keepalive": stale[0],
                      "client_cpu_share": round((c1.ru_utime + c1.ru_stime - c0.ru_utime
                                                 - c0.ru_stime) / wall, 3),
                      "load_average_during_start": [round(x, 2) for x in la],
