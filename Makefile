@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test build bench chromium podman container-check clean
+.PHONY: serve test build bench bench-load bench-weight chromium podman container-check clean
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
@@ -48,6 +48,16 @@ node_modules/.installed: package.json package-lock.json
 bench: build $(VENV)/.dev-installed chromium
 	$(BIN)/python tests/benchmarks/slider_latency.py
 	$(BIN)/python tests/benchmarks/first_paint.py
+
+## bench-load: recorded, not asserted: a lecture hall (50, 200, 500 readers behind one address)
+## against gunicorn on loopback, ~3 minutes; LOAD_ARGS passes options (e.g. --duration 60,
+## --env BOOK_RATE_LIMIT=off, --url http://127.0.0.1:8080 for compose's nginx)
+bench-load: build $(VENV)/.dev-installed
+	$(BIN)/python tests/benchmarks/load.py $(LOAD_ARGS)
+
+## bench-weight: recorded: the full build's time, then each page's first-load bytes in Chromium
+bench-weight: $(VENV)/.dev-installed chromium
+	$(BIN)/python tests/benchmarks/page_weight.py --build
 
 ## chromium: the system browser the browser tests drive (Playwright never downloads its own)
 chromium:

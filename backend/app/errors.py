@@ -6,6 +6,7 @@ from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from backend.app.site import not_found_page
+from backend.bookmodel.load import ModelUnavailable
 from backend.widgets.spec import ParamError
 
 # Werkzeug's default descriptions are written for HTML pages; say what the client can fix.
@@ -23,6 +24,13 @@ def init_app(app: Flask) -> None:
     def bad_param(exc: ParamError):
         extra = {"param": exc.param} if exc.param else {}
         return json_error(400, str(exc), **extra)
+
+    @app.errorhandler(ModelUnavailable)
+    def model_unavailable(exc: ModelUnavailable):
+        app.logger.error("%s: %r", exc, exc.__cause__)  # the cause, with its path, stays here
+        resp = json_error(503, str(exc))
+        resp.headers["Retry-After"] = "30"
+        return resp
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):

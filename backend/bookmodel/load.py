@@ -39,13 +39,25 @@ def load_model(weights_dir: Path = WEIGHTS_DIR) -> tuple[DecoderLM, Tokenizer]:
 _LOADING = threading.Lock()
 
 
+class ModelUnavailable(RuntimeError):
+    """The shipped model could not be loaded (a damaged or missing file): the server's fault,
+    not the reader's. The API answers 503, and the page falls back to its baked results."""
+
+
 def shared_model() -> tuple[DecoderLM, Tokenizer]:
     """The shipped model and tokenizer, loaded once per process and shared by every widget.
 
     A worker warms its models in a background thread while request threads may ask for the same
-    model: the lock makes them wait for the one load instead of loading it twice."""
+    model: the lock makes them wait for the one load instead of loading it twice. A failed load
+    is not cached: the next request tries again (and fails as fast), so a file put right is
+    picked up without a restart."""
     with _LOADING:
-        return _load_shared()
+        try:
+            return _load_shared()
+        except Exception as exc:
+            # The message names no path and carries no traceback: it goes to the reader.
+            raise ModelUnavailable(f"the book's model could not be loaded on this server "
+                                   f"({type(exc).__name__}); try again later") from exc
 
 
 @lru_cache(maxsize=1)

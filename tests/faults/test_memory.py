@@ -1,0 +1,165 @@
+"""The largest parameters every widget allows, all sent at once: every one is answered (a result,
+or a 400 naming the budget that refused it), and the server's memory stays under its bound.
+
+The bound is stated in the README ("Memory"): the resident memory of gunicorn's master and its
+workers added up (shared pages counted in each process, so an over-estimate)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+from load import serve  # noqa: E402
+
+MiB = 2**20
+WORKERS = 2
+# README, "Memory": the whole server, gunicorn's master and 2 workers with every model loaded
+# and every widget at its largest, stays under 2 GiB (measured: 1.4 GiB peak, 0.85 GiB idle).
+BOUND_MIB = 2048
+TEXT = "the river bank flooded after the storm and "
+SETTINGS = {"BOOK_RATE_LIMIT": "off", "BOOK_RATE_LIMIT_PER_MINUTE": "0",
+            # every request waits for its turn instead of a 503: all of them must run
+            "BOOK_COMPUTE_WAIT_SECONDS": "600", "BOOK_HEAVY_WAIT_SECONDS": "600",
+            "BOOK_MAX_CONCURRENT": "4"}
+
+
+def largest(spec) -> list[dict]:
+    """Parameter sets at the top of every range: each number at its effective maximum (given
+    the others), each text at its length limit; then one set per choice/bool value."""
+    from backend.widgets.spec import ParamError
+
+    labels = {p.name: p.label for p in spec.params}
+    base = spec.defaults()
+    for p in spec.params:
+        if p.type == "text":
+            base[p.name] = (TEXT * (p.max_length // len(TEXT) + 1))[: p.max_length].strip()
+    for _ in range(2):  # twice: a maximum may depend on a later parameter
+        for p in spec.params:
+            if p.type in ("int", "float"):
+                eff = p.effective({k: v for k, v in base.items() if k != p.name}, labels)
+                if eff["allowed"]:
+                    base[p.name] = max(eff["allowed"])
+                elif not eff["disabled"]:
+                    top = eff["max"]
+                    if p.type == "int" and p.step and p.step > 1:
+                        top = p.min + (int(top) - p.min) // int(p.step) * int(p.step)
+                    base[p.name] = int(top) if p.type == "int" else top
+    variants = [base]
+    for p in spec.params:
+        if p.type == "choice":
+            variants += [{**base, p.name: o} for o in p.options if o != base[p.name]]
+        elif p.type == "bool":
+            variants.append({**base, p.name: not base[p.name]})
+    out = []
+    for v in variants:
+        try:
+            out.append(spec.resolve(v))
+        except ParamError:
+            pass  # a combination the spec itself refuses (its 400 is tested elsewhere)
+    return out
+
+
+def post(base: str, widget: str, body: dict) -> tuple[int, dict]:
+    req = urllib.request.Request(f"{base}/api/widgets/{widget}", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def shrink(spec, params: dict, body: dict) -> dict | None:
+    """A smaller set after a budget's 400: every control the message names ('label' in quotes,
+    or the param it reports) cut to 70 % of its way above its minimum, where the spec still
+    accepts the result. None: nothing left to shrink."""
+    from backend.widgets.spec import ParamError
+
+    named = set(re.findall(r"'([^']+)'", body.get("error", ""))) | {body.get("param")}
+    out = dict(params)
+    for p in spec.params:
+        if p.name not in named and p.label not in named:
+            continue
+        v = out[p.name]
+        if p.type == "text":
+            new = v[: int(len(v) * 0.7)].strip()
+        elif p.type in ("int", "float"):
+            new = p.min + (v - p.min) * 0.7
+            if p.type == "int":
+                step = int(p.step or 1)
+                new = int(p.min + int((new - p.min) // step) * step)
+        else:
+            continue
+        if new == v:
+            continue
+        try:
+            spec.resolve({**out, p.name: new})
+        except ParamError:
+            continue
+        out[p.name] = new
+    return out if out != params else None
+
+
+def test_largest_params_of_every_widget_at_once_stay_under_the_memory_bound(tmp_path):
+    from backend.widgets import REGISTRY
+
+    jobs = [(name, v) for name, m in REGISTRY.items() for v in largest(m.SPEC)]
+    peak = {"rss": 0}
+    with serve(tmp_path / "no-site", env=SETTINGS, workers=WORKERS,
+               log=tmp_path / "gunicorn.log") as server:
+        tree = server.tree()
+        stop = threading.Event()
+
+        def sample():
+            while not stop.wait(0.2):
+                total = 0
+                for p in tree:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+                peak["rss"] = max(peak["rss"], total)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        idle = sum(p.memory_info().rss for p in tree)
+        results = {}
+        t0 = time.monotonic()
+        pending = jobs
+        rounds = 0
+        while pending and rounds < 12:  # a 400 from a compute-time budget: halve what it names
+            rounds += 1
+            with ThreadPoolExecutor(max_workers=16) as pool:
+                answers = list(pool.map(lambda j: post(server.base, *j), pending))
+            retry = []
+            for (name, params), (status, body) in zip(pending, answers):
+                results[(name, json.dumps(params, sort_keys=True))] = (status, body)
+                assert status in (200, 400), (name, params, status, body)
+                if status == 400:
+                    smaller = shrink(REGISTRY[name].SPEC, params, body)
+                    assert body.get("param") or smaller is None, body  # 400 names its control
+                    if smaller:
+                        retry.append((name, smaller))
+            pending = retry
+        seconds = time.monotonic() - t0
+        stop.set()
+        sampler.join()
+        assert [p.pid for p in server.tree()] == [p.pid for p in tree]  # no worker died
+    ran = {k for k, (s, _) in results.items() if s == 200}
+    assert {name for name, _ in ran} == set(REGISTRY), set(REGISTRY) - {n for n, _ in ran}
+    print(f"\n{len(results)} requests ({len(ran)} answered 200) in {seconds:.0f} s; "
+          f"idle {idle / MiB:.0f} MiB, peak {peak['rss'] / MiB:.0f} MiB over {len(tree)} processes")
+    (tmp_path / "memory.json").write_text(json.dumps({"idle_mib": idle / MiB,
+                                                      "peak_mib": peak["rss"] / MiB}))
+    assert peak["rss"] < BOUND_MIB * MiB
