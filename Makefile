@@ -18,7 +18,7 @@ export TRANSFORMERS_OFFLINE := 1
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
-	exec $(BIN)/gunicorn -c backend/gunicorn_conf.py
+	exec $(BIN)/python -m backend.serve
 
 ## test: every test; the suite builds the book itself (strict, notebooks executed)
 test: $(VENV)/.dev-installed node_modules/.installed chromium
