@@ -65,6 +65,7 @@ class FairQueue:
         self.running: Counter[str] = Counter()
         self.waiting: dict[str, deque[_Ticket]] = {}
         self.n_waiting = 0
+        self.last_grant: dict[str, int] = {}  # for clients running or waiting: round robin
         self._seq = itertools.count()
         self._cond = threading.Condition()
 
@@ -77,6 +78,7 @@ class FairQueue:
             if self.free > 0 and self.n_waiting == 0:
                 self.free -= 1
                 self.running[client] += 1
+                self.last_grant[client] = next(self._seq)
                 return
             if self.n_waiting >= self.places:
                 hog = max(self.waiting, key=lambda c: (len(self.waiting[c]), -self.waiting[c][-1].seq))
@@ -85,6 +87,7 @@ class FairQueue:
                 victim = self.waiting[hog].pop()
                 if not self.waiting[hog]:
                     del self.waiting[hog]
+                    self._forget(hog)
                 victim.rejected = True
                 self.n_waiting -= 1
                 self._cond.notify_all()
@@ -98,6 +101,7 @@ class FairQueue:
                     self.waiting[client].remove(ticket)
                     if not self.waiting[client]:
                         del self.waiting[client]
+                        self._forget(client)
                     self.n_waiting -= 1
                     raise self._busy("waited too long for a slot")
                 self._cond.wait(left)
@@ -109,17 +113,26 @@ class FairQueue:
             self.running[client] -= 1
             if self.running[client] <= 0:
                 del self.running[client]
+                self._forget(client)
             self.free += 1
             while self.free > 0 and self.n_waiting > 0:
-                nxt = min(self.waiting, key=lambda c: (self.running[c], self.waiting[c][0].seq))
+                # fewest computations running first; among equals, the one served longest ago
+                nxt = min(self.waiting, key=lambda c: (self.running[c],
+                                                       self.last_grant.get(c, -1),
+                                                       self.waiting[c][0].seq))
                 ticket = self.waiting[nxt].popleft()
                 if not self.waiting[nxt]:
                     del self.waiting[nxt]
                 self.n_waiting -= 1
                 self.free -= 1
                 self.running[nxt] += 1
+                self.last_grant[nxt] = next(self._seq)
                 ticket.granted = True
             self._cond.notify_all()
+
+    def _forget(self, client: str) -> None:
+        if client not in self.running and client not in self.waiting:
+            self.last_grant.pop(client, None)
 
     @contextmanager
     def slot(self, client: str, timeout: float):
