@@ -14,14 +14,14 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test build bench chromium container-check clean
+.PHONY: serve test build bench chromium redis prewarm container-check clean
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
 	exec $(BIN)/python -m backend.serve
 
 ## test: every test; the suite builds the book itself (strict, notebooks executed)
-test: $(VENV)/.dev-installed node_modules/.installed chromium
+test: $(VENV)/.dev-installed node_modules/.installed chromium redis
 	$(BIN)/python -m pytest
 
 ## build: the static site in site/, with widgets baked
@@ -54,6 +54,18 @@ chromium:
 	  echo "Installing Debian's chromium for the browser tests"; \
 	  $(SUDO) apt-get update && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
+
+## redis: Debian's redis-server, for the tests of the shared cache and rate counters
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "Installing Debian's redis-server for the cache tests"; \
+	  $(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server; }
+
+## prewarm: compute every baked point and the chapters' settings into the configured cache
+## (BOOK_CACHE_URL=redis://...), or into a running server: `make prewarm URL=http://host:8000`
+prewarm: $(VENV)/.installed
+	$(BIN)/python -m backend.prewarm $(if $(URL),--url $(URL))
 
 ## container-check: opt-in, not part of `make test`: build the Dockerfile with podman, run the
 ## image and probe its API and pages (needs root or sudo; makes local base images when needed)

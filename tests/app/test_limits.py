@@ -6,15 +6,9 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from limits import parse_many
@@ -24,7 +18,7 @@ from backend.app import create_app
 from backend.app.limits import Busy, FairQueue
 from backend.widgets import REGISTRY
 
-ROOT = Path(__file__).resolve().parents[2]
+
 URL = "/api/widgets/attention_scaling"
 
 
@@ -178,58 +172,7 @@ def test_the_default_limit_leaves_a_lecture_hall_room():
 
 # ----------------------------------------------------------------------- a live gunicorn
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def slow_server(**env_extra):
-    port = _free_port()
-    env = {**os.environ, "BOOK_SITE_DIR": "/nonexistent", **env_extra}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "64",
-         "-b", f"127.0.0.1:{port}", "--no-control-socket", "--pythonpath", "tests/app",
-         "--backlog", "256", "slow_app:create()"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                _post(port, "127.0.0.1", {"seed": 0}, path="/api/health", method="GET")
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    proc.kill()
-                    pytest.fail("gunicorn did not start:\n" + proc.stdout.read().decode()[-3000:])
-                time.sleep(0.2)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-def _post(port, source, body, path=URL, method="POST", conn=None):
-    own = conn is None
-    conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=30,
-                                              source_address=(source, 0))
-    try:
-        t0 = time.perf_counter()
-        conn.request(method, path, body=json.dumps(body) if method == "POST" else None,
-                     headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        data = resp.read()
-        return resp.status, dict(resp.getheaders()), data, time.perf_counter() - t0
-    finally:
-        if own:
-            conn.close()
-
-
-def test_a_flooding_client_does_not_starve_a_polite_one():
+def test_a_flooding_client_does_not_starve_a_polite_one(slow_server, post):
     """One slot, 50 ms per computation. A flooder (127.0.0.2) keeps 40 uncached requests in
     flight; a polite reader (127.0.0.3) asks once every 0.3 s. With first-come order the polite
     reader would wait behind the whole queue (16 places x 50 ms ≈ 0.8 s); here it is served next."""
@@ -247,7 +190,7 @@ def test_a_flooding_client_does_not_starve_a_polite_one():
                 with lock:
                     seed = next(seeds)
                 try:
-                    status, headers, _, took = _post(port, "127.0.0.2", {"seed": seed}, conn=conn)
+                    status, headers, _, took = post(port, "127.0.0.2", {"seed": seed}, conn=conn)
                 except (OSError, http.client.HTTPException):
                     conn.close()
                     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30,
@@ -262,7 +205,7 @@ def test_a_flooding_client_does_not_starve_a_polite_one():
         time.sleep(1.0)  # the queue is full of the flooder's requests
         polite = []
         for i in range(10):
-            status, _, _, took = _post(port, "127.0.0.3", {"seed": 10 + i})
+            status, _, _, took = post(port, "127.0.0.3", {"seed": 10 + i})
             polite.append((status, took))
             time.sleep(0.3)
         stop.set()
@@ -280,7 +223,7 @@ def test_a_flooding_client_does_not_starve_a_polite_one():
     assert max(t for _, _, t in flood) < 3 + 2                # no pile-up past the wait limit
 
 
-def test_a_class_behind_one_address_is_never_throttled():
+def test_a_class_behind_one_address_is_never_throttled(slow_server, post):
     """The default limits, 500 readers behind one address moving a slider every 1-3 s: about
     250 requests/s for 4 s, to the ~40 settings a slider has (so most answers are cached)."""
     with slow_server(BOOK_TEST_COMPUTE_SECONDS="0.005") as port:
@@ -295,7 +238,7 @@ def test_a_class_behind_one_address_is_never_throttled():
                 wait = start + (i + k / n_threads) / per_thread - time.perf_counter()
                 if wait > 0:
                     time.sleep(wait)
-                status, _, _, _ = _post(port, "127.0.0.1", {"d_k": 1 + (i * 7 + k) % 40},
+                status, _, _, _ = post(port, "127.0.0.1", {"d_k": 1 + (i * 7 + k) % 40},
                                         conn=conn)
                 statuses.append(status)
             conn.close()
