@@ -5,7 +5,6 @@ live gunicorn where one flooding client does not starve a polite one, a full que
 from __future__ import annotations
 
 import http.client
-import json
 import statistics
 import threading
 import time
@@ -16,7 +15,6 @@ from limits import parse_many
 from backend import settings
 from backend.app import create_app
 from backend.app.limits import Busy, FairQueue
-from backend.widgets import REGISTRY
 
 
 URL = "/api/widgets/attention_scaling"

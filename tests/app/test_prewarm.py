@@ -3,7 +3,6 @@ through a running server's API; with neither it says why it cannot warm anything
 
 from __future__ import annotations
 
-import pytest
 
 from backend import prewarm
 from backend.app import create_app
