@@ -6,6 +6,11 @@ Inline scripts the book's pages need (mkdocs-material's few lines of bootstrap, 
 reader's saved palette before first paint) are allowed by their SHA-256 hashes, computed from
 the built site when it is first served; nothing else inline runs. Data blocks
 (`<script type="application/json">`) are not scripts and need nothing.
+
+One measured exception: an executed notebook's figures are inline plotly scripts that the
+runtime runs with `new Function` once plotly.js is loaded, which needs `'unsafe-eval'`; the
+pages that carry such figures (and only those) get it. If the runtime ran them as `<script>`
+elements instead, their hashes would do (see the report of this change).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import secure
-from flask import Flask
+from flask import Flask, request
 
 # <script> elements without src whose type is JavaScript (no type, or a JS MIME type).
 INLINE_SCRIPT = re.compile(r"<script(?P<attrs>(?:\s[^>]*)?)>(?P<body>.*?)</script>", re.S | re.I)
@@ -39,11 +44,27 @@ def inline_script_hashes(html: str) -> set[str]:
     return out
 
 
-def site_script_hashes(site_dir: str | Path) -> list[str]:
+NOTEBOOK_FIGURE = 'type="text/x-tw-plotly"'
+
+
+def scan_site(site_dir: str | Path) -> tuple[list[str], set[str]]:
+    """(hashes of every inline script, URL paths of the pages with notebook figures)."""
     hashes: set[str] = set()
-    for page in Path(site_dir).rglob("*.html"):
-        hashes |= inline_script_hashes(page.read_text(encoding="utf-8", errors="replace"))
-    return sorted(hashes)
+    eval_pages: set[str] = set()
+    root = Path(site_dir)
+    for page in root.rglob("*.html"):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        hashes |= inline_script_hashes(text)
+        if NOTEBOOK_FIGURE in text:
+            rel = page.relative_to(root).as_posix()
+            eval_pages.add("/" + rel)
+            if rel.endswith("index.html"):
+                eval_pages.add("/" + rel[: -len("index.html")])
+    return sorted(hashes), eval_pages
+
+
+def site_script_hashes(site_dir: str | Path) -> list[str]:
+    return scan_site(site_dir)[0]
 
 
 def api_origin(api_url: str) -> str | None:
@@ -53,11 +74,12 @@ def api_origin(api_url: str) -> str | None:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def policy(script_hashes: list[str], api_url: str) -> secure.ContentSecurityPolicy:
+def policy(script_hashes: list[str], api_url: str,
+           allow_eval: bool = False) -> secure.ContentSecurityPolicy:
     connect = ["'self'"] + ([api_origin(api_url)] if api_origin(api_url) else [])
     return (secure.ContentSecurityPolicy()
             .default_src("'self'")
-            .script_src("'self'", *script_hashes)
+            .script_src("'self'", *script_hashes, *(["'unsafe-eval'"] if allow_eval else []))
             # plotly.js and KaTeX set element styles, and mkdocs-material writes style
             # attributes into its HTML: styles may be inline, scripts may not.
             .style_src("'self'", "'unsafe-inline'")
@@ -70,9 +92,9 @@ def policy(script_hashes: list[str], api_url: str) -> secure.ContentSecurityPoli
             .frame_ancestors("'self'"))
 
 
-def headers(script_hashes: list[str], api_url: str) -> dict[str, str]:
+def headers(script_hashes: list[str], api_url: str, allow_eval: bool = False) -> dict[str, str]:
     return dict(secure.Secure(
-        csp=policy(script_hashes, api_url),
+        csp=policy(script_hashes, api_url, allow_eval),
         xcto=secure.XContentTypeOptions(),
         xfo=secure.XFrameOptions().sameorigin(),
         referrer=secure.ReferrerPolicy().strict_origin_when_cross_origin(),
@@ -85,17 +107,19 @@ def headers(script_hashes: list[str], api_url: str) -> dict[str, str]:
 def init_app(app: Flask) -> None:
     state: dict = {}
 
-    def current() -> dict[str, str]:
+    def current(path: str = "/api/") -> dict[str, str]:
         site = Path(app.config["SITE_DIR"])
         stamp = (site / "index.html").stat().st_mtime if (site / "index.html").is_file() else None
         if state.get("stamp", "unset") != stamp:  # scanned once per build of the site
-            hashes = site_script_hashes(site) if stamp is not None else []
-            state.update(stamp=stamp, headers=headers(hashes, app.config["API_URL"]))
-        return state["headers"]
+            hashes, eval_pages = scan_site(site) if stamp is not None else ([], set())
+            api = app.config["API_URL"]
+            state.update(stamp=stamp, eval_pages=eval_pages, headers=headers(hashes, api),
+                         eval_headers=headers(hashes, api, allow_eval=True))
+        return state["eval_headers" if path in state["eval_pages"] else "headers"]
 
     @app.after_request
     def add_headers(resp):
-        for name, value in current().items():
+        for name, value in current(request.path).items():
             resp.headers.setdefault(name, value)
         resp.headers.pop("Server", None)
         return resp
