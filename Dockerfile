@@ -73,4 +73,4 @@ USER 10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s \
   CMD ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8000/api/health', timeout=4)"]
-CMD ["gunicorn", "-c", "backend/gunicorn_conf.py"]
+CMD ["python", "-m", "backend.serve"]

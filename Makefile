@@ -14,15 +14,15 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test build bench bench-load bench-weight chromium podman container-check clean
+.PHONY: serve test build bench bench-load bench-weight chromium redis podman prewarm container-check clean
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
-	exec $(BIN)/gunicorn -c backend/gunicorn_conf.py
+	exec $(BIN)/python -m backend.serve
 
 ## test: every test; the suite builds the book itself (strict, notebooks executed) and, with
 ## root and podman (installed under CI=true), builds the image and probes it
-test: $(VENV)/.dev-installed node_modules/.installed chromium podman
+test: $(VENV)/.dev-installed node_modules/.installed chromium redis podman
 	$(BIN)/python -m pytest
 
 ## build: the static site in site/, with widgets baked
@@ -79,6 +79,18 @@ podman:
 container-check: $(VENV)/.dev-installed
 	$(MAKE) podman CI=true
 	CI=true BOOK_IMAGE_SITE=build $(BIN)/python -m pytest tests/container -v
+
+## redis: Debian's redis-server, for the tests of the shared cache and rate counters
+redis:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  echo "Installing Debian's redis-server for the cache tests"; \
+	  $(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server; }
+
+## prewarm: compute every baked point and the chapters' settings into the configured cache
+## (BOOK_CACHE_URL=redis://...), or into a running server: `make prewarm URL=http://host:8000`
+prewarm: $(VENV)/.installed
+	$(BIN)/python -m backend.prewarm $(if $(URL),--url $(URL))
 
 clean:
 	rm -rf site .cache

@@ -1,19 +1,21 @@
 """Which torch device the widgets compute on: a GPU when the host has one.
 
-`BOOK_DEVICE` overrides the choice (e.g. `cpu` on a GPU host shared with training jobs).
+`BOOK_DEVICE` (see `backend.settings`) overrides the choice (e.g. `cpu` on a GPU host shared
+with training jobs).
 """
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 import torch
 
+from backend import settings
+
 
 @lru_cache(maxsize=1)
 def device() -> str:
-    wanted = os.environ.get("BOOK_DEVICE", "").strip().lower()
+    wanted = settings.get("BOOK_DEVICE")
     if wanted:
         if wanted.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(f"BOOK_DEVICE={wanted!r} but this host has no CUDA device")

@@ -5,19 +5,27 @@ is divided among the workers so they do not fight over cores.
 """
 
 import multiprocessing
-import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # gunicorn -c from any folder
+from backend import settings  # noqa: E402
+
+# Every variable is checked here, in the master, before a worker forks: a bad one stops
+# gunicorn at once with a message naming it.
+SETTINGS = settings.load()
 
 cpus = multiprocessing.cpu_count()
-bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
-workers = int(os.environ.get("WEB_CONCURRENCY", min(4, max(2, cpus))))
+bind = f"{SETTINGS['HOST']}:{SETTINGS['PORT']}"
+workers = SETTINGS["WEB_CONCURRENCY"]
 worker_class = "gthread"
-threads = int(os.environ.get("BOOK_THREADS", 4))
+threads = SETTINGS["BOOK_THREADS"]
 timeout = 60
 graceful_timeout = 20
 keepalive = 5
 preload_app = True  # import torch and the widgets once, before forking
 control_socket_disable = True  # gunicorn 27 otherwise opens a socket in ~/.gunicorn
-accesslog = "-" if os.environ.get("BOOK_ACCESS_LOG") else None
+accesslog = "-" if SETTINGS["BOOK_ACCESS_LOG"] else None
 errorlog = "-"
 wsgi_app = "backend.app:create_app()"
 

@@ -25,8 +25,9 @@ def test_dockerfile_lints_clean():
 def test_image_and_make_serve_run_one_gunicorn_command():
     dockerfile = (ROOT / "Dockerfile").read_text()
     makefile = (ROOT / "Makefile").read_text()
-    assert 'CMD ["gunicorn", "-c", "backend/gunicorn_conf.py"]' in dockerfile
-    assert re.search(r"^\s+exec \$\(BIN\)/gunicorn -c backend/gunicorn_conf.py$", makefile, re.M)
+    # both start through backend.serve, which checks every setting before gunicorn starts
+    assert 'CMD ["python", "-m", "backend.serve"]' in dockerfile
+    assert re.search(r"^\s+exec \$\(BIN\)/python -m backend.serve$", makefile, re.M)
     assert "mkdocs build --strict" in dockerfile
     # Everything the running server imports is in the image's requirements.
     assert "-r requirements.txt" in dockerfile or "requirements.txt" in dockerfile

@@ -43,6 +43,7 @@ os.environ.setdefault("BOOK_BUILD", "1")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from backend import settings  # noqa: E402
 from backend.widgets import REGISTRY  # noqa: E402  (needs the repo root on sys.path)
 from backend.widgets.serialize import finite  # noqa: E402
 from backend.widgets.spec import ParamError  # noqa: E402
@@ -71,7 +72,8 @@ VALUE_CALL = re.compile(r"\{\{\s*value\((?P<args>.*?)\)\s*\}\}", re.S)
 
 # The API the built pages call: `BOOK_API_URL` at build time (a site on a static host calling
 # an API on another origin, e.g. https://api.example.edu/api), else /api on the same origin.
-API_BASE = os.environ.get("BOOK_API_URL", "").strip().rstrip("/") or "/api"
+# Read and checked through the one settings table, like every other variable.
+API_BASE = settings.get("BOOK_API_URL") or "/api"
 
 
 # ---------------------------------------------------------------------------- computations

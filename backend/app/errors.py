@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from flask import Flask, jsonify, request
+from flask_limiter.errors import RateLimitExceeded
 from werkzeug.exceptions import HTTPException, InternalServerError
+
+from backend.app import limits
 
 from backend.app.site import not_found_page
 from backend.bookmodel.load import ModelUnavailable
@@ -46,12 +49,21 @@ def init_app(app: Flask) -> None:
         if exc.code == 405:
             allowed = sorted(exc.valid_methods or [])
             message = f"{request.method} is not allowed here; use {' or '.join(allowed)}"
+        retry_after = None
+        if isinstance(exc, RateLimitExceeded):
+            retry_after = limits.get().retry_after()
+            message = (f"too many requests from your address (at most {exc.description}); "
+                       f"try again in {retry_after} s")
         resp = json_error(exc.code, message)
+        if retry_after is not None:
+            resp.headers["Retry-After"] = str(retry_after)
         if exc.code == 405 and exc.valid_methods:
             resp.headers["Allow"] = ", ".join(sorted(exc.valid_methods))
         for key, value in (exc.get_headers() if exc.code in (429, 503) else []):
             if key.lower() == "retry-after":
                 resp.headers[key] = value
+        if exc.code == 503 and "Retry-After" not in resp.headers:
+            resp.headers["Retry-After"] = "1"
         return resp
 
     @app.errorhandler(Exception)

@@ -1,113 +1,247 @@
-"""Per-process guards: a rate limit per client, a ceiling on concurrent computations, and a
-small cache of results. Each gunicorn worker keeps its own copy (state lives on the app, not
-in module globals), so the limits are per worker: with W workers a client gets W times the
-rate and the host runs at most W x MAX_CONCURRENT_COMPUTES computations at once.
+"""The guards in front of the widgets: a rate limit per client address (Flask-Limiter), a result
+cache (Flask-Caching), and a fair, bounded queue for the compute slots.
+
+- Rate limit: `BOOK_RATE_LIMIT` per client address on the API (not on the book's pages and
+  assets, not on /api/health). Counters live in Redis when `BOOK_CACHE_URL` names one (shared
+  by every worker and replica), else in each worker's memory. A Redis that goes away falls back
+  to memory counters, never a 500. The client address honours `BOOK_TRUSTED_PROXIES`
+  (werkzeug's ProxyFix, applied in `create_app`).
+- Result cache: one entry per widget + resolved parameters, kept `BOOK_CACHE_TTL_SECONDS`; in
+  Redis when configured (every worker and replica shares it), else in-process. A cache that
+  fails is logged and skipped for a few seconds: the request is computed, never a 500.
+- Fair queue: a worker runs at most `BOOK_MAX_CONCURRENT` computations; the rest wait in a
+  queue of 16 places per slot. A freed slot goes to the waiting client (address) that is
+  running the fewest computations, so a client that floods cannot starve a polite one, and a
+  client alone (a whole class behind one address) may use every slot. When the queue is full,
+  a newcomer takes the newest place of the client holding the most places (that request gets
+  503), unless the newcomer's own client already holds as many; a request that waits longer
+  than `BOOK_COMPUTE_WAIT_SECONDS` gets 503. Every 503 carries `Retry-After`. Cached answers
+  never enter the queue.
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
+import logging
 import threading
 import time
-from collections import OrderedDict
+from collections import Counter, deque
 from contextlib import contextmanager
 
 from flask import Flask, current_app, request
-from werkzeug.exceptions import ServiceUnavailable, TooManyRequests
+from flask_caching import Cache
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from werkzeug.exceptions import ServiceUnavailable
+
+log = logging.getLogger("backend.app.limits")
+
+QUEUE_PLACES_PER_SLOT = 16
+CACHE_VERSION = "v1"  # bump when a result's shape changes, so a shared Redis drops old ones
 
 
-class RateLimiter:
-    """A token bucket per client address: `per_minute` requests, refilled continuously."""
+class Busy(ServiceUnavailable):
+    def __init__(self, description: str, retry_after: int = 1):
+        super().__init__(description)
+        self.retry_after = retry_after
 
-    def __init__(self, per_minute: int, max_clients: int = 10_000):
-        self.per_minute = per_minute
-        self.max_clients = max_clients
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
-        self._lock = threading.Lock()
 
-    def allow(self, client: str) -> tuple[bool, float]:
-        """(allowed, seconds until the next token)."""
-        if self.per_minute <= 0:
-            return True, 0.0
-        rate = self.per_minute / 60.0
-        now = time.monotonic()
-        with self._lock:
-            tokens, last = self._buckets.pop(client, (float(self.per_minute), now))
-            tokens = min(float(self.per_minute), tokens + (now - last) * rate)
-            allowed = tokens >= 1.0
-            if allowed:
-                tokens -= 1.0
-            self._buckets[client] = (tokens, now)
-            while len(self._buckets) > self.max_clients:
-                self._buckets.popitem(last=False)
-        return allowed, 0.0 if allowed else (1.0 - tokens) / rate
+class _Ticket:
+    __slots__ = ("client", "seq", "granted", "rejected")
+
+    def __init__(self, client: str, seq: int):
+        self.client, self.seq = client, seq
+        self.granted = self.rejected = False
+
+
+class FairQueue:
+    """`slots` computations at once; waiting requests are served fewest-running-client first."""
+
+    def __init__(self, slots: int, places: int, what: str = "widgets"):
+        self.slots, self.places, self.what = slots, places, what
+        self.free = slots
+        self.running: Counter[str] = Counter()
+        self.waiting: dict[str, deque[_Ticket]] = {}
+        self.n_waiting = 0
+        self.last_grant: dict[str, int] = {}  # for clients running or waiting: round robin
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+
+    def _busy(self, why: str) -> Busy:
+        return Busy(f"the server is busy computing other readers' {self.what} ({why}); "
+                    "try again in a moment", retry_after=1)
+
+    def acquire(self, client: str, timeout: float) -> None:
+        with self._cond:
+            if self.free > 0 and self.n_waiting == 0:
+                self.free -= 1
+                self.running[client] += 1
+                self.last_grant[client] = next(self._seq)
+                return
+            if self.n_waiting >= self.places:
+                hog = max(self.waiting, key=lambda c: (len(self.waiting[c]), -self.waiting[c][-1].seq))
+                if len(self.waiting[hog]) <= len(self.waiting.get(client, ())) + 1:
+                    raise self._busy("the queue is full")
+                victim = self.waiting[hog].pop()
+                if not self.waiting[hog]:
+                    del self.waiting[hog]
+                    self._forget(hog)
+                victim.rejected = True
+                self.n_waiting -= 1
+                self._cond.notify_all()
+            ticket = _Ticket(client, next(self._seq))
+            self.waiting.setdefault(client, deque()).append(ticket)
+            self.n_waiting += 1
+            deadline = time.monotonic() + timeout
+            while not (ticket.granted or ticket.rejected):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self.waiting[client].remove(ticket)
+                    if not self.waiting[client]:
+                        del self.waiting[client]
+                        self._forget(client)
+                    self.n_waiting -= 1
+                    raise self._busy("waited too long for a slot")
+                self._cond.wait(left)
+            if ticket.rejected:
+                raise self._busy("the queue is full")
+
+    def release(self, client: str) -> None:
+        with self._cond:
+            self.running[client] -= 1
+            if self.running[client] <= 0:
+                del self.running[client]
+                self._forget(client)
+            self.free += 1
+            while self.free > 0 and self.n_waiting > 0:
+                # fewest computations running first; among equals, the one served longest ago
+                nxt = min(self.waiting, key=lambda c: (self.running[c],
+                                                       self.last_grant.get(c, -1),
+                                                       self.waiting[c][0].seq))
+                ticket = self.waiting[nxt].popleft()
+                if not self.waiting[nxt]:
+                    del self.waiting[nxt]
+                self.n_waiting -= 1
+                self.free -= 1
+                self.running[nxt] += 1
+                self.last_grant[nxt] = next(self._seq)
+                ticket.granted = True
+            self._cond.notify_all()
+
+    def _forget(self, client: str) -> None:
+        if client not in self.running and client not in self.waiting:
+            self.last_grant.pop(client, None)
+
+    @contextmanager
+    def slot(self, client: str, timeout: float):
+        self.acquire(client, timeout)
+        try:
+            yield
+        finally:
+            self.release(client)
 
 
 class ResultCache:
-    """Least-recently-used results keyed by widget and resolved parameters."""
+    """Flask-Caching, with failures of its backend turned into misses (logged, then skipped
+    for `PAUSE` seconds so a Redis that is gone costs one failed attempt, not one per request)."""
 
-    def __init__(self, size: int):
-        self.size = size
-        self._items: OrderedDict[str, dict] = OrderedDict()
-        self._lock = threading.Lock()
+    PAUSE = 5.0
+
+    def __init__(self, app: Flask):
+        cfg = app.config
+        url = cfg["CACHE_URL"]
+        config = {"CACHE_DEFAULT_TIMEOUT": cfg["CACHE_TTL_SECONDS"],
+                  "CACHE_KEY_PREFIX": f"book:result:{CACHE_VERSION}:"}
+        if url:
+            config.update(CACHE_TYPE="RedisCache", CACHE_REDIS_URL=url,
+                          CACHE_OPTIONS={"socket_connect_timeout": 0.5, "socket_timeout": 0.5})
+        else:
+            config.update(CACHE_TYPE="SimpleCache", CACHE_THRESHOLD=512)
+        self.kind = "redis" if url else "memory"
+        self.cache = Cache(app, config=config)
+        self._skip_until = 0.0
+        self.errors = 0
 
     @staticmethod
     def key(widget: str, params: dict) -> str:
-        return widget + json.dumps(params, sort_keys=True)
+        text = json.dumps(params, sort_keys=True, separators=(",", ":"))
+        return f"{widget}:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
+
+    def _call(self, what: str, fn, *args):
+        if time.monotonic() < self._skip_until:
+            return None
+        try:
+            return fn(*args)
+        except Exception as exc:  # a cache is an optimisation: never fail the request for it
+            self.errors += 1
+            self._skip_until = time.monotonic() + self.PAUSE
+            log.warning("result cache (%s) %s failed, computing without it for %.0f s: %s",
+                        self.kind, what, self.PAUSE, exc)
+            return None
 
     def get(self, key: str) -> dict | None:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        return None
+        return self._call("get", self.cache.get, key)
 
     def put(self, key: str, value: dict) -> None:
-        if self.size <= 0:
-            return
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+        self._call("set", self.cache.set, key, value)
+
+
+def client_address() -> str:
+    return get_remote_address() or "unknown"
 
 
 class Limits:
     def __init__(self, app: Flask):
         cfg = app.config
-        self.rate = RateLimiter(cfg["RATE_LIMIT_PER_MINUTE"])
-        self.slots = threading.BoundedSemaphore(max(1, cfg["MAX_CONCURRENT_COMPUTES"]))
+        slots = max(1, int(cfg["MAX_CONCURRENT_COMPUTES"]))
+        self.queue = FairQueue(slots, QUEUE_PLACES_PER_SLOT * slots)
         # Heavy widgets (whole models) run one at a time per worker, so light ones stay fast.
-        self.heavy = threading.BoundedSemaphore(1)
-        self.wait = cfg["COMPUTE_WAIT_SECONDS"]
-        self.heavy_wait = cfg["HEAVY_WAIT_SECONDS"]
-        self.cache = ResultCache(cfg["RESULT_CACHE_SIZE"])
+        self.heavy = FairQueue(1, QUEUE_PLACES_PER_SLOT, what="model widgets")
+        self.wait = float(cfg["COMPUTE_WAIT_SECONDS"])
+        self.heavy_wait = float(cfg["HEAVY_WAIT_SECONDS"])
+        self.cache = ResultCache(app)
+        self.rate = str(cfg["RATE_LIMIT"] or "")
+        self.limiter = Limiter(
+            key_func=client_address,
+            app=app,
+            default_limits=[self.rate] if self.rate else [],
+            default_limits_per_method=False,
+            storage_uri=cfg["CACHE_URL"] or "memory://",
+            storage_options={"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
+            if cfg["CACHE_URL"] else {},
+            strategy="fixed-window",
+            in_memory_fallback_enabled=True,
+            swallow_errors=True,
+            key_prefix="book:rate",
+            enabled=bool(self.rate),
+        )
 
-    def check_rate(self) -> None:
-        allowed, retry = self.rate.allow(request.remote_addr or "unknown")
-        if not allowed:
-            exc = TooManyRequests(
-                f"too many requests from your address; at most {self.rate.per_minute} per "
-                f"minute, try again in {retry:.1f} s")
-            exc.retry_after = max(1, round(retry))
-            raise exc
+        @self.limiter.request_filter
+        def not_limited() -> bool:
+            # Pages and assets are not rate limited (a page load is dozens of files), nor is
+            # the liveness probe.
+            return not request.path.startswith("/api/") or request.path == "/api/health"
 
     @contextmanager
     def compute_slot(self, heavy: bool = False):
+        client = client_address()
         deadline = time.monotonic() + (self.heavy_wait if heavy else self.wait)
-        held = []
-        try:
-            for sem in ((self.heavy, self.slots) if heavy else (self.slots,)):
-                if not sem.acquire(timeout=max(0.0, deadline - time.monotonic())):
-                    exc = ServiceUnavailable("the server is busy computing other readers' "
-                                             "widgets; try again in a moment")
-                    exc.retry_after = 2
-                    raise exc
-                held.append(sem)
-            yield
-        finally:
-            for sem in reversed(held):
-                sem.release()
+        if heavy:
+            with self.heavy.slot(client, self.heavy_wait):
+                with self.queue.slot(client, max(0.0, deadline - time.monotonic())):
+                    yield
+        else:
+            with self.queue.slot(client, self.wait):
+                yield
+
+    def retry_after(self) -> int:
+        """Seconds until the breached rate-limit window resets (for a 429)."""
+        current = self.limiter.current_limit
+        if current is None:
+            return 1
+        return max(1, int(current.reset_at - time.time() + 0.999))
 
 
 def init_app(app: Flask) -> None:

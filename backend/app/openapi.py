@@ -12,6 +12,11 @@ def _param_schema(p: Param) -> dict:
     schema = {"type": JSON_TYPES[p.type], "default": p.default, "description": p.label}
     if p.type in {"int", "float"}:
         schema.update(minimum=p.min, maximum=p.max)
+        if p.type == "int" and p.step and p.step > 1:
+            if p.min % p.step == 0:
+                schema["multipleOf"] = int(p.step)
+            else:
+                schema["description"] += f" ({p.min} plus a multiple of {p.step})"
     if p.type == "choice":
         schema["enum"] = list(p.options)
     if p.type == "text":
@@ -27,9 +32,14 @@ ERROR = {"type": "object", "required": ["error"],
          "properties": {"error": {"type": "string"}, "param": {"type": "string"}}}
 
 
-def _error(description: str) -> dict:
-    return {"description": description,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+def _error(description: str, retry: bool = False) -> dict:
+    out = {"description": description,
+           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    if retry:
+        out["headers"] = {"Retry-After": {"description": "seconds to wait before trying again",
+                                          "required": True,
+                                          "schema": {"type": "string", "pattern": "^[0-9]+$"}}}
+    return out
 
 
 def document(registry: dict) -> dict:
@@ -61,8 +71,10 @@ def document(registry: dict) -> dict:
                                   "range another parameter sets, see x-depends) or unknown, "
                                   "or the body is not a JSON object"),
                     "413": _error("the body is too large"),
-                    "429": _error("rate limited"),
-                    "503": _error("busy; retry later"),
+                    "429": _error("rate limited: too many requests from this client address "
+                                  "(BOOK_RATE_LIMIT)", retry=True),
+                    "503": _error("busy: the fair queue for computations is full, or the "
+                                  "request waited too long for a slot", retry=True),
                 },
             },
         }

@@ -42,7 +42,7 @@ def bodies(spec):
 
 @pytest.fixture(scope="module")
 def fuzz_client(tmp_path_factory):
-    app = create_app({"TESTING": True, "RATE_LIMIT_PER_MINUTE": 0,
+    app = create_app({"TESTING": True, "RATE_LIMIT": "",
                       "SITE_DIR": str(tmp_path_factory.mktemp("site"))})
     return app.test_client()
 

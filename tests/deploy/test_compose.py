@@ -9,7 +9,7 @@ computed by one replica must come back `cached` from another: the cache is share
 Needs root and podman (apt: podman buildah runc debootstrap). Without them the module skips with
 the reason; under CI=true it fails instead. Cost, measured on a 2-core machine shared with other
 builds (load average ~13): 4 min 22 s for the module (stack healthy 190 s after `up`, the load
-55 s, teardown), plus the app image when it is not there yet (tests/container/check.sh builds
+55 s, teardown), plus the app image when it is not there yet (tests/container/build.sh builds
 it from this tree each run; pass BOOK_IMAGE to use a ready one) and ~1.5 min once for deploy/local-bases.sh.
 
 Settings (environment): BOOK_IMAGE (an app image to use instead of building one),
@@ -71,13 +71,13 @@ class Stack:
         self.port = _free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         conf = tmp / "containers.conf"
-        # No default ulimits (sandboxes refuse to raise them); runc, as tests/container/check.sh.
+        # No default ulimits (sandboxes refuse to raise them); runc, as tests/container/build.sh.
         conf.write_text('[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n')
         self.env = {
             **os.environ,
             "CONTAINERS_CONF": str(conf),
             "BUILDAH_ISOLATION": "chroot",
-            "BOOK_IMAGE": os.environ.get("BOOK_IMAGE", "localhost/transformer-book:compose-test"),
+            "BOOK_IMAGE": os.environ.get("BOOK_IMAGE", "localhost/transformer-book:test"),
             "BOOK_PROXY_IMAGE": "localhost/transformer-book-proxy:compose-test",
             "NGINX_BASE": os.environ.get("NGINX_BASE", "localhost/book-nginx:bookworm"),
             "REDIS_IMAGE": os.environ.get("REDIS_IMAGE", "localhost/book-redis:bookworm"),
@@ -100,13 +100,14 @@ class Stack:
     def podman(self, *args, **kw):
         return self.run("podman", *args, **kw)
 
-    def prepare_images(self):
+    def prepare_images(self, site_dir):
         if "BOOK_IMAGE" not in os.environ:
-            # Built from this tree every run (layers are reused, so a warm build is quick), so
-            # the stack never runs a stale image. The image's own helper: builds the
-            # Dockerfile (local bases where registries are unreachable) and probes the image.
-            subprocess.run([str(ROOT / "tests/container/check.sh")], cwd=ROOT, check=True,
-                           timeout=1800, env={**self.env, "IMAGE": self.env["BOOK_IMAGE"]})
+            # Built from this tree every run, with the suite's own build of the site, by the
+            # image test's helper under the same tag: when tests/container has just built it,
+            # every layer is reused and this takes seconds; the stack never runs a stale image.
+            subprocess.run([str(ROOT / "tests/container/build.sh")], cwd=ROOT, check=True,
+                           timeout=1800, env={**self.env, "IMAGE": self.env["BOOK_IMAGE"],
+                                              "SITE_CONTEXT": str(site_dir)})
         if "NGINX_BASE" not in os.environ or "REDIS_IMAGE" not in os.environ:
             subprocess.run([str(ROOT / "deploy/local-bases.sh")], check=True, timeout=900,
                            env=self.env)
@@ -144,9 +145,9 @@ def http(method: str, url: str, body: dict | None = None, headers: dict | None =
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def stack(tmp_path_factory, request):
     s = Stack(tmp_path_factory.mktemp("compose"))
-    s.prepare_images()
+    s.prepare_images(None if "BOOK_IMAGE" in os.environ else request.getfixturevalue("built_site"))
     t0 = time.monotonic()
     try:
         s.compose("up", "-d", timeout=900)
@@ -259,12 +260,6 @@ def test_a_replica_stopped_mid_load_loses_nothing_beyond_its_in_flight_requests(
         assert stack.exec_post(c, "attention_scaling", {"d_k": 3})["values"]
 
 
-def _app_reads_the_shared_cache() -> bool:
-    return any("BOOK_CACHE_URL" in p.read_text() for p in (ROOT / "backend").rglob("*.py"))
-
-
-@pytest.mark.xfail(not _app_reads_the_shared_cache(), strict=True,
-                   reason="the app on this branch does not read BOOK_CACHE_URL yet (guards' Redis cache)")
 def test_a_result_computed_by_one_replica_is_cached_for_another(stack):
     first, second = stack.containers("app")[:2]
     params = {"d_k": 999, "n_positions": 7}   # a position the load never asked for

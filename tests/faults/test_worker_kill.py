@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
 from load import Plan, plan_moves, run_level, serve  # noqa: E402
 
 # The limiter is not under test here: a 429 would be counted as a lost request.
-NO_LIMIT = {"BOOK_RATE_LIMIT": "off", "BOOK_RATE_LIMIT_PER_MINUTE": "0"}
+NO_LIMIT = {"BOOK_RATE_LIMIT": "off"}
 READERS, SECONDS, KILL_AT = 40, 12.0, 4.0
 
 

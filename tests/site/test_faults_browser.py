@@ -20,7 +20,7 @@ from load import free_port, pages_with_widgets, serve  # noqa: E402
 pytestmark = pytest.mark.browser
 
 FALLBACK_MS = 2000
-NO_LIMIT = {"BOOK_RATE_LIMIT": "off", "BOOK_RATE_LIMIT_PER_MINUTE": "0"}
+NO_LIMIT = {"BOOK_RATE_LIMIT": "off"}
 
 # Move every widget of the page: its first enabled slider to `stop` of its range (null: again
 # to the value it has, which the page loaded as a baked point, so the server accepts it), or,

@@ -1,0 +1,127 @@
+"""Security headers on every response, from the kept `secure` library (secure.py), with a
+Content-Security-Policy that allows only the site's own origin, plus the configured API origin
+(`BOOK_API_URL`) for the runtime's requests.
+
+Inline scripts the book's pages need (mkdocs-material's few lines of bootstrap, which read the
+reader's saved palette before first paint) are allowed by their SHA-256 hashes, computed from
+the built site when it is first served; nothing else inline runs. Data blocks
+(`<script type="application/json">`) are not scripts and need nothing.
+
+One measured exception: an executed notebook's figures are inline plotly scripts that the
+runtime runs with `new Function` once plotly.js is loaded, which needs `'unsafe-eval'`; the
+pages that carry such figures (and only those) get it. If the runtime ran them as `<script>`
+elements instead, their hashes would do (see the report of this change).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import secure
+from flask import Flask, request
+
+# <script> elements without src whose type is JavaScript (no type, or a JS MIME type).
+INLINE_SCRIPT = re.compile(r"<script(?P<attrs>(?:\s[^>]*)?)>(?P<body>.*?)</script>", re.S | re.I)
+JS_TYPES = {"", "text/javascript", "application/javascript", "module"}
+TYPE_ATTR = re.compile(r"""\stype\s*=\s*["']?([^"'\s>]+)""", re.I)
+
+
+def inline_script_hashes(html: str) -> set[str]:
+    out = set()
+    for m in INLINE_SCRIPT.finditer(html):
+        attrs = m.group("attrs") or ""
+        if re.search(r"\ssrc\s*=", attrs, re.I):
+            continue
+        kind = TYPE_ATTR.search(attrs)
+        if (kind.group(1).lower() if kind else "") not in JS_TYPES:
+            continue
+        digest = hashlib.sha256(m.group("body").encode("utf-8")).digest()
+        out.add(f"'sha256-{base64.b64encode(digest).decode()}'")
+    return out
+
+
+NOTEBOOK_FIGURE = 'type="text/x-tw-plotly"'
+
+
+def scan_site(site_dir: str | Path) -> tuple[list[str], set[str]]:
+    """(hashes of every inline script, URL paths of the pages with notebook figures)."""
+    hashes: set[str] = set()
+    eval_pages: set[str] = set()
+    root = Path(site_dir)
+    for page in root.rglob("*.html"):
+        text = page.read_text(encoding="utf-8", errors="replace")
+        hashes |= inline_script_hashes(text)
+        if NOTEBOOK_FIGURE in text:
+            rel = page.relative_to(root).as_posix()
+            eval_pages.add("/" + rel)
+            if rel.endswith("index.html"):
+                eval_pages.add("/" + rel[: -len("index.html")])
+    return sorted(hashes), eval_pages
+
+
+def site_script_hashes(site_dir: str | Path) -> list[str]:
+    return scan_site(site_dir)[0]
+
+
+def api_origin(api_url: str) -> str | None:
+    if not api_url or api_url.startswith("/"):
+        return None
+    parts = urlsplit(api_url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def policy(script_hashes: list[str], api_url: str,
+           allow_eval: bool = False) -> secure.ContentSecurityPolicy:
+    connect = ["'self'"] + ([api_origin(api_url)] if api_origin(api_url) else [])
+    return (secure.ContentSecurityPolicy()
+            .default_src("'self'")
+            .script_src("'self'", *script_hashes, *(["'unsafe-eval'"] if allow_eval else []))
+            # plotly.js and KaTeX set element styles, and mkdocs-material writes style
+            # attributes into its HTML: styles may be inline, scripts may not.
+            .style_src("'self'", "'unsafe-inline'")
+            .img_src("'self'", "data:", "blob:")
+            .font_src("'self'", "data:")
+            .connect_src(*connect)
+            .object_src("'none'")
+            .base_uri("'self'")
+            .form_action("'self'")
+            .frame_ancestors("'self'"))
+
+
+def headers(script_hashes: list[str], api_url: str, allow_eval: bool = False) -> dict[str, str]:
+    return dict(secure.Secure(
+        csp=policy(script_hashes, api_url, allow_eval),
+        xcto=secure.XContentTypeOptions(),
+        xfo=secure.XFrameOptions().sameorigin(),
+        referrer=secure.ReferrerPolicy().strict_origin_when_cross_origin(),
+        coop=secure.CrossOriginOpenerPolicy().same_origin(),
+        permissions=secure.PermissionsPolicy().geolocation().microphone().camera(),
+        hsts=secure.StrictTransportSecurity().max_age(31536000),
+    ).headers)
+
+
+def init_app(app: Flask) -> None:
+    state: dict = {}
+
+    def current(path: str = "/api/") -> dict[str, str]:
+        site = Path(app.config["SITE_DIR"])
+        stamp = (site / "index.html").stat().st_mtime if (site / "index.html").is_file() else None
+        if state.get("stamp", "unset") != stamp:  # scanned once per build of the site
+            hashes, eval_pages = scan_site(site) if stamp is not None else ([], set())
+            api = app.config["API_URL"]
+            state.update(stamp=stamp, eval_pages=eval_pages, headers=headers(hashes, api),
+                         eval_headers=headers(hashes, api, allow_eval=True))
+        return state["eval_headers" if path in state["eval_pages"] else "headers"]
+
+    @app.after_request
+    def add_headers(resp):
+        for name, value in current(request.path).items():
+            resp.headers.setdefault(name, value)
+        resp.headers.pop("Server", None)
+        return resp
+
+    app.extensions["book_security"] = current

@@ -1,0 +1,164 @@
+"""Pre-warm the result cache: every baked point of every widget (`SPEC.bake_points()`) and every
+setting the chapters use (a widget block's `params:`, a `{{ value(...) }}` call's keyword
+arguments), so the first reader of a lecture never waits for a computation.
+
+    python -m backend.prewarm                 # into BOOK_CACHE_URL's Redis, computed here
+    python -m backend.prewarm --url http://127.0.0.1:8000   # through a running server's API
+
+An in-process cache lives inside each server worker, so with no Redis the only way to warm it
+is over HTTP (`--url`); each of the server's workers has its own cache then, and warming fills
+the one that answers. Prints how many settings were warmed, how many were already cached, and
+the time taken; exits 1 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from backend import settings
+
+DOCS = settings.REPO_ROOT / "docs"
+# The same syntax `widgets/hook.py` renders (kept here so the runtime image needs no MkDocs).
+WIDGET_BLOCK = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
+                          re.M | re.S)
+VALUE_CALL = re.compile(r"\{\{\s*value\((?P<args>.*?)\)\s*\}\}", re.S)
+
+
+def chapter_settings(docs: Path = DOCS) -> list[tuple[str, dict]]:
+    import yaml
+
+    found = []
+    for page in sorted(docs.rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for m in WIDGET_BLOCK.finditer(text):
+            block = yaml.safe_load(m.group("body")) or {}
+            if isinstance(block, dict) and "name" in block:
+                found.append((block["name"], block.get("params") or {}))
+        for m in VALUE_CALL.finditer(text):
+            call = ast.parse(f"f({m.group('args')})", mode="eval").body
+            args = [ast.literal_eval(a) for a in call.args]
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg != "fmt"}
+            if args:
+                found.append((args[0], kwargs))
+    return found
+
+
+def points() -> list[tuple[str, dict]]:
+    """Every (widget, resolved params) to warm, without duplicates, baked points first."""
+    from backend.widgets import REGISTRY
+    from backend.widgets.spec import ParamError
+
+    out, seen = [], set()
+
+    def add(name, params):
+        module = REGISTRY.get(name)
+        if module is None:
+            return
+        try:
+            resolved = module.SPEC.resolve(params)
+        except ParamError:
+            return  # the build reports a chapter's bad setting; nothing to warm
+        key = (name, json.dumps(resolved, sort_keys=True))
+        if key not in seen:
+            seen.add(key)
+            out.append((name, resolved))
+
+    for name, module in REGISTRY.items():
+        for params in module.SPEC.bake_points():
+            add(name, params)
+    for name, params in chapter_settings():
+        add(name, params)
+    return out
+
+
+def warm_cache(todo) -> dict:
+    """Compute each point here and store it in the configured (Redis) cache."""
+    from backend.app import api, create_app
+    from backend.widgets import REGISTRY
+
+    app = create_app()
+    cache = app.extensions["book_limits"].cache
+    counts = {"warmed": 0, "already": 0, "failed": 0}
+    for name, params in todo:
+        key = cache.key(name, params)
+        if cache.get(key) is not None:
+            counts["already"] += 1
+            continue
+        try:
+            cache.put(key, api.run(REGISTRY[name], params))
+            counts["warmed"] += 1
+        except Exception as exc:  # noqa: BLE001 - report and go on
+            counts["failed"] += 1
+            print(f"  {name} {params}: {exc}", file=sys.stderr)
+    if cache.errors:
+        counts["failed"] += cache.errors
+        print(f"  the cache at {settings.get('BOOK_CACHE_URL')} failed {cache.errors} time(s)",
+              file=sys.stderr)
+    return counts
+
+
+def warm_server(todo, url: str, timeout: float = 120.0) -> dict:
+    """POST each point to a running server, which computes and caches it."""
+    base = url.rstrip("/")
+    base = base if base.endswith("/api") else base + "/api"
+    counts = {"warmed": 0, "already": 0, "failed": 0}
+    for name, params in todo:
+        body = json.dumps(params).encode()
+        for attempt in range(10):
+            req = urllib.request.Request(f"{base}/widgets/{name}", data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=timeout) as resp:
+                    cached = json.load(resp).get("cached")
+                counts["already" if cached else "warmed"] += 1
+                break
+            except urllib.error.HTTPError as exc:
+                if exc.code in (429, 503) and attempt < 9:
+                    time.sleep(float(exc.headers.get("Retry-After", "1")))
+                    continue
+                counts["failed"] += 1
+                print(f"  {name} {params}: HTTP {exc.code}", file=sys.stderr)
+                break
+            except OSError as exc:
+                counts["failed"] += 1
+                print(f"  {name} {params}: {exc}", file=sys.stderr)
+                break
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m backend.prewarm", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--url", help="a running server (http://host:port), warmed over HTTP")
+    args = parser.parse_args(argv)
+    try:
+        cache_url = settings.get("BOOK_CACHE_URL")
+    except settings.SettingError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if not args.url and not cache_url:
+        print("nothing to warm: with no BOOK_CACHE_URL each server worker keeps its own "
+              "in-process cache, which another process cannot fill. Set BOOK_CACHE_URL=redis://"
+              "... (the server's), or warm a running server: --url http://127.0.0.1:8000",
+              file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    todo = points()
+    counts = warm_server(todo, args.url) if args.url else warm_cache(todo)
+    where = args.url or cache_url
+    print(f"prewarm: {len(todo)} settings into {where}: {counts['warmed']} computed, "
+          f"{counts['already']} already cached, {counts['failed']} failed, "
+          f"{time.perf_counter() - start:.1f} s")
+    return 1 if counts["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

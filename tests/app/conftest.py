@@ -1,0 +1,123 @@
+"""Helpers of the guards' tests: a real redis-server, and a live gunicorn whose computation is
+a fixed sleep (`slow_app.py`)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+URL = "/api/widgets/attention_scaling"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    def __init__(self):
+        self.port = _free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture()
+def redis_server():
+    if not shutil.which("redis-server"):
+        if os.environ.get("CI") == "true":
+            pytest.fail("redis-server is missing under CI: `make test` installs Debian's")
+        pytest.skip("redis-server not installed (apt-get install redis-server; CI installs it)")
+    server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@contextmanager
+def _slow_server(**env_extra):
+    port = _free_port()
+    env = {**os.environ, "BOOK_SITE_DIR": "/nonexistent", **env_extra}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "64",
+         "-b", f"127.0.0.1:{port}", "--no-control-socket", "--pythonpath", "tests/app",
+         "--backlog", "256", "slow_app:create()"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                _post(port, "127.0.0.1", {"seed": 0}, path="/api/health", method="GET")
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    proc.kill()
+                    pytest.fail("gunicorn did not start:\n" + proc.stdout.read().decode()[-3000:])
+                time.sleep(0.2)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _post(port, source, body, path=URL, method="POST", conn=None):
+    own = conn is None
+    conn = conn or http.client.HTTPConnection("127.0.0.1", port, timeout=30,
+                                              source_address=(source, 0))
+    try:
+        t0 = time.perf_counter()
+        conn.request(method, path, body=json.dumps(body) if method == "POST" else None,
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, dict(resp.getheaders()), data, time.perf_counter() - t0
+    finally:
+        if own:
+            conn.close()
+
+
+
+
+@pytest.fixture(scope="session")
+def slow_server():
+    """`with slow_server(**env) as port:` a live gunicorn (one worker, 64 threads)."""
+    return _slow_server
+
+
+@pytest.fixture(scope="session")
+def post():
+    """`post(port, source_address, body, conn=None) -> (status, headers, data, seconds)`."""
+    return _post

@@ -1,0 +1,102 @@
+"""The result cache (Flask-Caching): in-process by default, one Redis shared by every worker
+and replica when `BOOK_CACHE_URL` names one, and a Redis that goes away means computing, not
+a 500. Redis tests start a real `redis-server` (`make test` installs Debian's under CI)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+from backend.app import create_app
+from backend.widgets import REGISTRY
+
+ROOT = Path(__file__).resolve().parents[2]
+URL = "/api/widgets/attention_scaling"
+
+
+def _app(tmp_path, **config):
+    return create_app({"TESTING": True, "SITE_DIR": str(tmp_path), **config})
+
+
+def test_memory_cache_answers_repeats_and_keys_on_resolved_params(tmp_path):
+    client = _app(tmp_path).test_client()
+    assert client.post(URL, json={"seed": 11}).get_json()["cached"] is False
+    again = client.post(URL, json={"seed": 11}).get_json()
+    assert again["cached"] is True
+    # {} and the defaults spelled out are one setting, so one entry
+    assert client.post(URL, json={}).get_json()["cached"] is False
+    explicit = REGISTRY["attention_scaling"].SPEC.defaults()
+    assert client.post(URL, json=explicit).get_json()["cached"] is True
+    # another widget with the same params is another entry
+    assert client.post("/api/widgets/enc_dec_masks", json={}).get_json()["cached"] is False
+
+
+def test_memory_cache_is_per_process(tmp_path):
+    a, b = _app(tmp_path).test_client(), _app(tmp_path).test_client()
+    assert a.post(URL, json={"seed": 12}).get_json()["cached"] is False
+    assert b.post(URL, json={"seed": 12}).get_json()["cached"] is False
+
+
+def test_redis_cache_is_shared_between_two_processes(tmp_path, redis_server):
+    client = _app(tmp_path, CACHE_URL=redis_server.url).test_client()
+    first = client.post(URL, json={"seed": 13}).get_json()
+    assert first["cached"] is False
+    # another process (another worker or replica) with the same BOOK_CACHE_URL
+    script = ("import json; from backend.app import create_app; "
+              "c = create_app({'TESTING': True}).test_client(); "
+              "r = c.post('/api/widgets/attention_scaling', json={'seed': 13}).get_json(); "
+              "print(json.dumps({'cached': r['cached'], 'values': r['values']}))")
+    env = {**os.environ, "BOOK_CACHE_URL": redis_server.url, "BOOK_SITE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    other = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert other == {"cached": True, "values": first["values"]}
+
+
+def test_redis_entries_expire_after_the_ttl(tmp_path, redis_server):
+    client = _app(tmp_path, CACHE_URL=redis_server.url, CACHE_TTL_SECONDS=1).test_client()
+    assert client.post(URL, json={"seed": 14}).get_json()["cached"] is False
+    assert client.post(URL, json={"seed": 14}).get_json()["cached"] is True
+    time.sleep(2.2)
+    assert client.post(URL, json={"seed": 14}).get_json()["cached"] is False
+
+
+def test_rate_counters_are_shared_through_redis(tmp_path, redis_server):
+    config = {"CACHE_URL": redis_server.url, "RATE_LIMIT": "3/minute"}
+    a, b = _app(tmp_path, **config).test_client(), _app(tmp_path, **config).test_client()
+    codes = [c.post(URL, json={"seed": 15}).status_code for c in (a, b, a, b)]
+    assert codes == [200, 200, 200, 429]
+
+
+def test_a_redis_that_goes_away_means_computing_not_a_500(tmp_path, redis_server, caplog):
+    client = _app(tmp_path, CACHE_URL=redis_server.url, RATE_LIMIT="100/second").test_client()
+    assert client.post(URL, json={"seed": 16}).get_json()["cached"] is False
+    assert client.post(URL, json={"seed": 16}).get_json()["cached"] is True
+    redis_server.stop()
+    with caplog.at_level(logging.WARNING):
+        t0 = time.perf_counter()
+        r = client.post(URL, json={"seed": 16})
+        took = time.perf_counter() - t0
+    assert r.status_code == 200 and r.get_json()["cached"] is False
+    assert any("result cache (redis) get failed" in m for m in caplog.messages)
+    assert took < 10
+    # for the next few seconds the cache is skipped (no connection attempt per request)
+    assert client.post(URL, json={"seed": 17}).status_code == 200
+
+
+def test_no_redis_at_all_at_start_still_serves(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = f"redis://127.0.0.1:{port}/0"
+    client = _app(tmp_path, CACHE_URL=dead, RATE_LIMIT="100/second").test_client()
+    r = client.post(URL, json={"seed": 18})
+    assert r.status_code == 200 and r.get_json()["cached"] is False
