@@ -105,7 +105,7 @@ def _reject_constant(token: str):
 
 def _json_body():
     raw = request.get_data(cache=False)  # MAX_CONTENT_LENGTH has already capped its size
-    if not raw.strip():
+    if not raw:  # no body at all: every default (the document marks the body optional)
         return {}
     try:
         return json.loads(raw, parse_constant=_reject_constant)
