@@ -62,13 +62,14 @@ def saving(full: Bill, cached: Bill) -> Fraction:
 
 def requests_to_break_even(full: Bill, write: Bill, cached: Bill) -> int | None:
     """How many requests in all (the writing one included) before caching has cost no more than
-    not caching; None if a cached request saves nothing (the write premium is never repaid).
+    not caching, and goes on costing less; None if a cached request saves nothing (then however
+    cheap the write, every later request loses what the first one may have gained).
     Assumes each later request reads the prefix while it is still cached."""
     premium = write.total - full.total  # what the first request pays extra
     per_request = full.total - cached.total  # what each later request saves
-    if premium <= 0:
-        return 1
-    if per_request <= 0:
+    if per_request <= 0:  # a later request costs no less: caching never comes out ahead for good
         return None
+    if premium <= 0:  # the first request already costs no more than without caching
+        return 1
     later = -(-premium // per_request)  # ceiling of premium / per_request
     return 1 + int(later)

@@ -10,6 +10,7 @@ cache for a thousand users costs nothing to "allocate". The weights are the book
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import torch
 
@@ -28,7 +29,42 @@ DTYPES: dict[str, torch.dtype] = {
 }
 QUANTISED = frozenset({"int8", "fp8"})
 SCALE_DTYPE = torch.float16  # one scale per stored key vector and per value vector (see below)
-GB = 10**9  # accelerator memory is quoted in decimal gigabytes; GiB = 2**30 is written GiB
+GB = 10**9  # accelerators are sold in decimal gigabytes; GiB = 2**30 is written GiB
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Card:
+    """One accelerator, by the memory CUDA (or HIP) reports for it, not the number it is sold by.
+
+    `reported_gib` is the total `torch.cuda.mem_get_info()` returns, as PyTorch prints it in an
+    out-of-memory message ("GPU 0 has a total capacity of 139.80 GiB"): GiB (2**30 bytes),
+    rounded to 0.01 GiB. Usable memory is less still: the CUDA context, activations, the serving
+    runtime's own buffers and fragmentation all take part of it, so a count of users made from
+    this total is an upper bound.
+    """
+
+    name: str
+    sold_gb: int  # the figure it is marketed by, in GB = 10**9 bytes
+    reported_gib: str  # what CUDA/HIP reports as total, in GiB, as printed (2 decimals)
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(Fraction(self.reported_gib) * GIB)
+
+
+# Keyed by the marketed GB. The reported totals are read off public PyTorch out-of-memory logs
+# of each card (the CUDA/HIP total; nvidia-smi's "MiB" total is a little larger still, e.g. an
+# H200's 143771MiB).
+CARDS: dict[str, Card] = {
+    "16": Card("T4 16 GB", 16, "14.74"),
+    "24": Card("a 24 GB card", 24, "22.06"),
+    "40": Card("A100 40 GB", 40, "39.39"),
+    "48": Card("L40S 48 GB", 48, "44.39"),
+    "80": Card("A100 80 GB", 80, "79.15"),
+    "141": Card("H200 141 GB", 141, "139.80"),
+    "192": Card("MI300X 192 GB", 192, "191.98"),
+}
 
 
 # --8<-- [start:fill]

@@ -11,9 +11,11 @@ heads, key/value heads and head width to its published config; `custom` (where t
 at Llama-3-8B's values) frees them. A custom model's weights are counted with Llama-3-8B's
 vocabulary and its MLP ratio (d_ff = 3.5 d_model), d_model = heads x head width.
 
-Units: accelerator memory in decimal gigabytes (GB = 10^9 bytes), as cards are sold; the
-figure's axis uses the same GB. The handout's cache sizes are in GiB (2^30 bytes) and are
-reported as such in `total_gib`.
+Units: a card is chosen by the GB (10^9 bytes) it is sold as, but modelled by the total CUDA
+(or HIP) reports for it (`serving.CARDS`, with the source of each figure): an H200 sold as
+141 GB reports 139.80 GiB = 150.1 x 10^9 bytes. Usable memory is less still (CUDA context,
+activations, fragmentation), so users_fit is an upper bound. The figure's axis is in GB
+(10^9 bytes); the handout's cache sizes are in GiB (2^30 bytes), reported as `total_gib`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import torch
 
 from backend.reference.counting import count_parameters
 from backend.reference.presets import DECODER_PRESETS, PRESETS
-from backend.reference.serving import DTYPES, GB, QUANTISED, cache_bytes, users_fit, weights_bytes
+from backend.reference.serving import (CARDS, DTYPES, GB, GIB, QUANTISED, cache_bytes, users_fit,
+                                       weights_bytes)
 from backend.widgets.shapes import check_heads
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
@@ -31,7 +34,7 @@ CHOICES = {name: PRESETS[name] for name in DECODER_PRESETS}
 CUSTOM = "custom"
 START = PRESETS["llama-3-8b"]  # the custom fields start here
 FIELDS = {"n_layers": "n_layers", "n_heads": "n_heads", "n_kv": "n_kv_heads", "head_dim": "d_head"}
-MEMORIES = ("16", "24", "40", "48", "80", "141", "192")  # GB (10^9 bytes) of common accelerators
+MEMORIES = tuple(CARDS)  # the GB (10^9 bytes) each card is sold as; modelled by what CUDA reports
 MAX_CONTEXT = 1_048_576
 CURVE = tuple(4 ** i for i in range(11))  # 1 .. 1,048,576 tokens: straight lines on log axes
 
@@ -83,9 +86,12 @@ SPEC = PresetSpec(
                    "vector and per value vector, counted here."),
         Param("batch", "concurrent users", "int", default=1, min=1, max=1024, step=1,
               scale="log2", help="Users served at once, each with a cache of this length."),
-        Param("memory", "accelerator memory (GB = 10⁹ bytes)", "choice", default="80",
-              options=MEMORIES, help="The weights (bfloat16) and every user's cache must fit "
-                                     "in it."),
+        Param("memory", "accelerator, sold as (GB = 10⁹ bytes)", "choice", default="80",
+              options=MEMORIES,
+              help="; ".join(f"{k}: {c.name}, CUDA reports {c.reported_gib} GiB"
+                             for k, c in CARDS.items())
+                   + ". The weights (bfloat16) and every user's cache must fit in what CUDA "
+                     "reports; usable memory is less still, so the count is an upper bound."),
     ),
     outputs=(
         Output("bytes_per_token", "cache per token, one user", ",d", "bytes"),
@@ -131,7 +137,8 @@ def compute(params: dict) -> dict:
     cfg = config_of(params)
     L, h, kv, dh = params["n_layers"], params["n_heads"], params["n_kv"], params["head_dim"]
     T, B, dtype = params["context_len"], params["batch"], params["dtype"]
-    memory = int(params["memory"]) * GB
+    card = CARDS[params["memory"]]
+    memory = card.memory_bytes
     kv_values, scales = cache_bytes(L, kv, dh, T, B, dtype)
     total = kv_values + scales
     per_token = sizes(params, kv, 1, 1)
@@ -155,9 +162,13 @@ def compute(params: dict) -> dict:
         "kv_width": kv * dh,
         "bytes_per_value": torch.empty((), dtype=DTYPES[dtype], device="meta").element_size(),
         "weights_params": count_parameters(cfg).total,
+        "weights_params_b": count_parameters(cfg).total / 10**9,
         "weights_bytes": weights,
         "weights_gb": weights / GB,
         "memory_bytes": memory,
+        "memory_gb": memory / GB,
+        "memory_gib": memory / GIB,
+        "free_gb": fit.free_bytes / GB,
         "free_bytes": fit.free_bytes,
         "weights_fit": fit.weights_fit,
         "users_fit": fit.users,
@@ -188,15 +199,21 @@ def _name(params: dict) -> str:
     return params["preset"] if params["preset"] != CUSTOM else "custom model"
 
 
+def _card(params: dict) -> str:
+    c = CARDS[params["memory"]]
+    return f"{c.name} ({c.reported_gib} GiB = {c.memory_bytes / GB:.4g} GB as CUDA reports)"
+
+
 def _notice(params: dict, v: dict) -> str:
-    mem = params["memory"]
     if not v["weights_fit"]:
-        return (f"The weights alone ({v['weights_gb']:.1f} GB) do not fit in {mem} GB: no user "
-                "fits, so users at T is 0.")
+        return (f"The weights alone ({v['weights_gb']:.1f} GB) do not fit in the "
+                f"{_card(params)}: no user fits, so users at T is 0.")
     if not v["batch_fits"]:
-        return (f"{_users(params['batch'])} at {params['context_len']:,} tokens need "
-                f"{v['total_gb']:.1f} GB of cache; beside the weights only {v['users_fit']:,} "
-                f"fit in {mem} GB.")
+        B = params["batch"]
+        return (f"{_users(B)} at {params['context_len']:,} tokens {'needs' if B == 1 else 'need'} "
+                f"{v['total_gb']:.1f} GB of cache; beside the weights "
+                f"{'none fits' if v['users_fit'] == 0 else 'only ' + format(v['users_fit'], ',') + ' fit'} "
+                f"in the {_card(params)}.")
     return ""
 
 
@@ -205,26 +222,33 @@ def _figure(params: dict, v: dict) -> dict:
     xs = list(CURVE)
     ours = [sizes(params, kv, t, B) / GB for t in xs]
     mha = [sizes(params, h, t, B) / GB for t in xs]
-    mem_gb, w_gb = v["memory_bytes"] / GB, v["weights_gb"]
+    mem_gb, w_gb, free_gb = v["memory_gb"], v["weights_gb"], v["free_gb"]
     users = _users(B)
+    mha_name = (f"MHA cache (n_kv = {h}, the same as this one)" if kv == h
+                else f"MHA cache (n_kv = {h})")
     data = [
-        {"type": "scatter", "mode": "lines", "x": xs, "y": mha, "name": f"MHA cache (n_kv = {h})",
+        {"type": "scatter", "mode": "lines", "x": xs, "y": mha, "name": mha_name,
          "line": {"color": COLORS["unscaled"], "dash": "dash", "width": 2},
          "hovertemplate": "T=%{x:,}: %{y:.3g} GB<extra>MHA</extra>"},
         {"type": "scatter", "mode": "lines", "x": xs, "y": ours,
          "name": f"this cache (n_kv = {kv})", "line": {"color": COLORS["scaled"], "width": 3},
          "hovertemplate": "T=%{x:,}: %{y:.3g} GB<extra>n_kv=" + str(kv) + "</extra>"},
         {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [w_gb, w_gb],
-         "name": f"weights ({w_gb:.3g} GB)", "line": {"color": COLORS["guide"], "width": 2},
+         "name": f"weights ({w_gb:.4g} GB)", "line": {"color": COLORS["guide"], "width": 2},
          "hoverinfo": "skip"},
         {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [mem_gb, mem_gb],
-         "name": f"accelerator ({params['memory']} GB)",
+         "name": f"accelerator ({mem_gb:.4g} GB as CUDA reports)",
          "line": {"color": COLORS["brown"], "dash": "dot", "width": 2}, "hoverinfo": "skip"},
+        {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]], "y": [free_gb, free_gb],
+         "name": f"free after the weights ({free_gb:.4g} GB): the cache's limit",
+         "line": {"color": COLORS["accent"], "dash": "dashdot", "width": 2}, "hoverinfo": "skip"},
         {"type": "scatter", "mode": "markers", "x": [T], "y": [v["total_gb"]],
          "name": "your setting", "marker": {"color": COLORS["accent"], "size": 13,
                                             "symbol": "circle-open", "line": {"width": 3}},
          "hovertemplate": "T=%{x:,}: %{y:.3g} GB<extra>your setting</extra>"},
     ]
+    if free_gb <= 0:  # nothing free: a log axis cannot draw 0
+        data.pop(4)
     layout = base_layout(
         440,
         title={"text": f"{_name(params)}: cache for {users}, {params['dtype']}"},
@@ -235,8 +259,8 @@ def _figure(params: dict, v: dict) -> dict:
         margin={"l": 60, "r": 10, "t": 50, "b": 50},
         legend={"orientation": "h", "y": -0.22},
     )
-    narrow = {"height": 520, "title": {"font": {"size": 13}},
-              "legend": {"y": -0.3, "font": {"size": 11}}, "margin": {"b": 140}}
+    narrow = {"height": 560, "title": {"font": {"size": 13}},
+              "legend": {"y": -0.3, "font": {"size": 11}}, "margin": {"b": 170}}
     return {"data": data, "layout": layout, "narrow": narrow}
 
 
@@ -247,10 +271,12 @@ def _users(n: int) -> str:
 def _summary(params: dict, v: dict) -> str:
     B, T = params["batch"], params["context_len"]
     return (f"{_name(params)} keeps {v['bytes_per_token']:,} bytes of keys and values per token "
-            f"in {params['dtype']}, so {_users(B)} at {T:,} tokens hold {v['total_gb']:.3g} GB; "
+            f"in {params['dtype']}, so {_users(B)} at {T:,} tokens {'holds' if B == 1 else 'hold'} "
+            f"{v['total_gb']:.3g} GB; "
             f"with one key/value head per query head it would be {v['gqa_saving_factor']:.3g} "
-            f"times as much. Beside {v['weights_gb']:.3g} GB of weights, {v['users_fit']:,} users "
-            f"at this length fit in {params['memory']} GB.")
+            f"times as much. Beside {v['weights_gb']:.4g} GB of weights, at most "
+            f"{v['users_fit']:,} {'user' if v['users_fit'] == 1 else 'users'} at this length fit "
+            f"in the {_card(params)}.")
 
 
 def _table(params: dict, v: dict) -> dict:
@@ -259,8 +285,9 @@ def _table(params: dict, v: dict) -> dict:
             for t in CURVE]
     return {
         "caption": (f"Cache of {_users(B)} in GB (10⁹ bytes) by context length, n_kv = {kv} "
-                    f"against n_kv = h = {h}; weights {v['weights_gb']:.3g} GB, accelerator "
-                    f"{params['memory']} GB."),
+                    f"against n_kv = h = {h}; weights {v['weights_gb']:.4g} GB, "
+                    f"{_card(params)}, "
+                    f"{v['free_gb']:.4g} GB free after the weights."),
         "columns": ["context length T", f"cache, n_kv = {kv} (GB)", f"cache, n_kv = {h} (GB)"],
         "rows": rows,
     }

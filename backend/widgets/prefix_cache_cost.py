@@ -41,7 +41,7 @@ SPEC = WidgetSpec(
     outputs=(
         Output("cost_full", "per request, no caching ($)", ".5f"),
         Output("cost_cached", "per request, prefix cached ($)", ".5f"),
-        Output("saving", "saving per cached request", ".0%"),
+        Output("saving", "saving per cached request (negative: it costs more)", ".0%"),
         Output("cost_first_write", "first request, writes the prefix ($)", ".6f"),
         Output("break_even_requests", "requests until caching has paid", "d"),
     ),
@@ -56,7 +56,7 @@ def compute(params: dict) -> dict:
     n_in, n_out, n_cached = params["input_tokens"], params["output_tokens"], params["cached_tokens"]
     if n_cached > n_in:
         labels = {p.name: p.label for p in SPEC.params}
-        raise ParamError(f"'{labels['cached_tokens']}' must be from 0 to '{labels['input_tokens']}' "
+        raise ParamError(f"'{labels['cached_tokens']}' must be from 1 to '{labels['input_tokens']}' "
                          f"({n_in:,}); got {n_cached:,}", "cached_tokens")
     p_in, p_out = params["price_input"], params["price_output"]
     full = pricing.bill(n_in, n_out, 0, p_in, p_out, params["price_cached"])
@@ -80,12 +80,14 @@ def compute(params: dict) -> dict:
            "summary": _summary(params, values), "table": _table(full, write, cached)}
     if even is None:
         out["notice"] = ("A cached request costs no less than an uncached one at these prices, "
-                         "so the write premium is never repaid (requests until caching has paid: "
-                         "0 means never).")
+                         "so caching never pays for itself, however cheap the write (requests "
+                         "until caching has paid: 0 means never).")
     return out
 
 
 ROWS = ("no caching", "first request (writes the prefix)", "later request (prefix cached)")
+# the same three on the bar chart's axis, broken in two so a phone keeps room for the bars
+AXIS = ("no caching", "first request<br>(writes the prefix)", "later request<br>(prefix cached)")
 
 
 def _figure(full, write, cached, n_cached: int) -> dict:
@@ -93,12 +95,12 @@ def _figure(full, write, cached, n_cached: int) -> dict:
     parts = (("input at the input price", "uncached_input", SERIES[0]),
              (f"prefix ({n_cached:,} tokens) at its cache price", "cached_input", SERIES[4]),
              ("output", "output", SERIES[2]))
-    data = [{"type": "bar", "orientation": "h", "y": list(ROWS),
+    data = [{"type": "bar", "orientation": "h", "y": list(AXIS),
              "x": [float(getattr(b, attr)) for b in bills], "name": name,
              "marker": {"color": colour},
              "hovertemplate": "%{y}: $%{x:.5f}<extra>" + name + "</extra>"}
             for name, attr, colour in parts]
-    data.append({"type": "scatter", "mode": "markers", "y": list(ROWS),
+    data.append({"type": "scatter", "mode": "markers", "y": list(AXIS),
                  "x": [float(b.total) for b in bills], "name": "total",
                  "marker": {"symbol": "line-ns-open", "size": 18, "color": COLORS["accent"],
                             "line": {"width": 3}},
@@ -108,7 +110,7 @@ def _figure(full, write, cached, n_cached: int) -> dict:
         xaxis={"title": {"text": "dollars per request"}, "tickprefix": "$", "rangemode": "tozero"},
         yaxis={"autorange": "reversed", "automargin": True},
         margin={"l": 60, "r": 10, "t": 20, "b": 50},
-        legend={"orientation": "h", "y": -0.3},
+        legend={"orientation": "h", "y": -0.3, "traceorder": "normal"},
     )
     narrow = {"height": 460, "yaxis": {"automargin": True, "tickfont": {"size": 10}},
               "legend": {"y": -0.45, "font": {"size": 11}}}
@@ -119,8 +121,14 @@ def _summary(params: dict, v: dict) -> str:
     return (f"{params['input_tokens']:,} input tokens ({params['cached_tokens']:,} of them a cached "
             f"prefix) and {params['output_tokens']:,} output tokens cost ${v['cost_full']:.5f} "
             f"without caching and ${v['cost_cached']:.5f} once the prefix is cached, "
-            f"{v['saving']:.0%} less; the request that writes the prefix costs "
+            f"{_change(v['saving'])}; the request that writes the prefix costs "
             f"${v['cost_first_write']:.5f}.")
+
+
+def _change(saving: float) -> str:
+    if saving > 0:
+        return f"{saving:.0%} less"
+    return "no less" if saving == 0 else f"{-saving:.0%} more"
 
 
 def _table(full, write, cached) -> dict:

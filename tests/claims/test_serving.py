@@ -5,6 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+import re
+from fractions import Fraction
+from pathlib import Path
+
 from backend.reference import serving
 from backend.reference.config import ModelConfig
 from backend.reference.model import DecoderLM
@@ -58,6 +62,7 @@ def test_handout_lines():
     assert v(preset="llama-3-8b")["total_gib"] == 1.0
     assert v(preset="llama-3-8b", batch=100)["total_gib"] == 100.0
     assert v(preset="llama-3-8b", context_len=128_000)["total_gib"] == 15.625  # printed 15.62
+    assert f"{15.625:.2f}" == "15.62"  # the same number: the tie rounds to the even digit
     assert f"{v()['per_user_gb']:.2f}" == "1.07"
 
 
@@ -87,8 +92,38 @@ def test_users_fall_in_inverse_proportion_to_context(preset, memory):
         assert u2 == u // 2  # doubling T halves the users, in whole users
 
 
+def test_cards_are_what_cuda_reports_and_counts_are_upper_bounds():
+    for key, card in serving.CARDS.items():
+        assert card.sold_gb == int(key)
+        assert card.memory_bytes == int(Fraction(card.reported_gib) * 2**30)
+        assert v(memory=key)["memory_bytes"] == card.memory_bytes
+    assert f"{v(memory='141')['memory_gb']:.1f}" == "150.1" and serving.CARDS["141"].reported_gib == "139.80"
+    assert f"{v(memory='80')['memory_gb']:.1f}" == "85.0" and serving.CARDS["80"].reported_gib == "79.15"
+    # the count fills the reported total exactly: any memory the runtime takes lowers it
+    for key in serving.CARDS:
+        s = v(memory=key)
+        if s["weights_fit"]:
+            assert s["users_fit"] * s["per_user_bytes"] <= s["free_bytes"]
+            assert (s["users_fit"] + 1) * s["per_user_bytes"] > s["free_bytes"]
+            less = serving.users_fit(s["memory_bytes"] - 10**9, s["weights_bytes"], s["per_user_bytes"])
+            assert less.users <= s["users_fit"]
+
+
+@pytest.mark.parametrize("batch", [1, 4, 64, 65, 1024])
+def test_the_blue_line_may_rise_to_the_free_line_not_to_the_card(batch):
+    out = kv(batch=batch)
+    free = next(t for t in out["figure"]["data"] if t["name"].startswith("free after"))["y"][0]
+    s = out["values"]
+    assert free * 10**9 == s["free_bytes"]
+    assert (s["total_bytes"] <= s["free_bytes"]) == s["batch_fits"]
+    # one user: the blue line reaches the free line at the longest context, not at the card
+    one = v()
+    assert v(context_len=one["max_context_one_user"])["total_bytes"] <= one["free_bytes"]
+    assert one["memory_bytes"] // one["bytes_per_token"] > one["max_context_one_user"] + 100_000
+
+
 def test_the_numbers_of_the_try_list():
-    assert v()["users_fit"] == 59 and v(context_len=128_000)["users_fit"] == 3
+    assert v()["users_fit"] == 64 and v(context_len=128_000)["users_fit"] == 4
     top = v(context_len=1_048_576)
     assert top["users_fit"] == 0 and top["per_user_gb"] > 80  # not even one fits
     longest = top["max_context_one_user"]
@@ -138,6 +173,14 @@ def test_the_70b_with_gqa_caches_less_than_the_7b_without():
     big, small = v(preset="llama-2-70b"), v(preset="llama-2-7b")
     assert big["bytes_per_token"] < small["bytes_per_token"]
     assert big["weights_params"] > 10 * small["weights_params"]
+    assert (f"{big['weights_params_b']:.1f}", f"{small['weights_params_b']:.2f}") == ("69.0", "6.74")
+
+
+@pytest.mark.parametrize("h, k", [(32, 8), (64, 8), (32, 1), (32, 32)])
+def test_a_smaller_cache_is_that_many_fewer_bytes_read_per_decode_step(h, k):
+    # a decode step reads every stored key and value once: the bytes read are the cache's bytes
+    ours, mha = v(n_heads=h, n_kv=k, batch=8), v(n_heads=h, n_kv=h, batch=8)
+    assert mha["total_bytes"] / ours["total_bytes"] == h / k
 
 
 # ----------------------------------------------------------------- why the cache caps users
@@ -147,14 +190,31 @@ def test_at_the_cap_the_caches_outweigh_the_weights_and_one_more_user_does_not_f
     assert f"{s['weights_gb']:.1f}" == "16.1"
     assert s["caches_at_fit_bytes"] > 3.5 * s["weights_bytes"]
     assert (s["users_fit"] + 1) * s["per_user_bytes"] > s["free_bytes"]
-    assert v(memory="141")["users_fit"] == 116 and v(memory="141")["weights_bytes"] == s["weights_bytes"]
+    assert v(memory="141")["users_fit"] == 124 and v(memory="141")["weights_bytes"] == s["weights_bytes"]
     assert v(context_len=128_000)["users_fit"] * 10 < s["users_fit"]  # far fewer long chats
 
 
-def test_llama3_70b_weights_alone_overfill_141_gb():
+def test_long_conversations_cost_several_times_as_much_per_token():
+    short, long = v(), v(context_len=128_000)
+    # the card's hour is shared among fewer users: per token, at least the users' ratio dearer
+    assert short["users_fit"] / long["users_fit"] >= 3
+    # and each decode step moves about as many bytes either way (weights + every cache)
+    step_short = short["weights_bytes"] + short["caches_at_fit_bytes"]
+    step_long = long["weights_bytes"] + long["caches_at_fit_bytes"]
+    assert step_long <= step_short * 1.01
+
+
+def test_llama3_70b_fits_an_h200_with_almost_nothing_left():
     s = kv(preset="llama-3-70b", memory="141")
-    assert s["values"]["weights_bytes"] > 141 * 10**9 and s["values"]["users_fit"] == 0
-    assert "do not fit" in s["notice"]
+    w = s["values"]
+    assert w["weights_bytes"] > 141 * 10**9  # more than the figure it is sold as
+    assert w["weights_fit"] and w["weights_bytes"] < w["memory_bytes"]  # but less than it reports
+    assert f"{w['weights_gb']:.1f}" == "141.1" and f"{w['free_gb']:.1f}" == "9.0"
+    assert w["users_fit"] == 3 and "notice" not in s
+    assert w["free_bytes"] < w["weights_bytes"] / 10  # the weights decide first
+    assert v(memory="141")["users_fit"] > 30 * w["users_fit"]
+    out = kv(preset="llama-2-70b", memory="80")
+    assert out["values"]["users_fit"] == 0 and "do not fit" in out["notice"]
 
 
 @pytest.mark.parametrize("preset", DECODER_PRESETS)
@@ -164,16 +224,17 @@ def test_zero_users_and_a_notice_whenever_the_weights_do_not_fit(preset):
         if not out["values"]["weights_fit"]:
             assert out["values"]["users_fit"] == 0 and "do not fit" in out["notice"]
         else:
-            assert out["values"]["weights_bytes"] <= int(memory) * 10**9
+            assert out["values"]["weights_bytes"] <= serving.CARDS[memory].memory_bytes
 
 
 @pytest.mark.parametrize("preset", [*DECODER_PRESETS, "custom"])
 def test_doubling_the_memory_more_than_doubles_the_users(preset):
-    for m in ("24", "40"):
-        small, big = v(preset=preset, memory=m), v(preset=preset, memory=str(2 * int(m)))
+    for m, m2 in (("24", "48"), ("40", "80")):
+        assert serving.CARDS[m2].memory_bytes >= 2 * serving.CARDS[m].memory_bytes
+        small, big = v(preset=preset, memory=m), v(preset=preset, memory=m2)
         if small["weights_fit"]:
             assert big["users_fit"] >= 2 * small["users_fit"]
-    assert [v(memory=m)["users_fit"] for m in ("24", "48", "40", "80")] == [7, 29, 22, 59]
+    assert [v(memory=m)["users_fit"] for m in ("24", "48", "40", "80")] == [7, 29, 24, 64]
 
 
 # ----------------------------------------------------------- prefixes: what a cache depends on
@@ -230,3 +291,16 @@ def test_rag_gains_little_a_long_fixed_prefix_a_lot():
 def test_exercise_3_half_the_input_saves_a_fifth():
     assert cost(cached_tokens=200)["saving"] == 0.2
     assert cost(cached_tokens=199)["saving"] < 0.2 < cost(cached_tokens=201)["saving"]
+
+
+# ------------------------------------------------------------------- the page as it renders
+
+def test_no_value_that_starts_a_line_renders_as_a_list_marker():
+    """A continuation line that begins '3. ' or '64) ' would start a new list item."""
+    from widgets.hook import VALUE_CALL, render_value_call
+
+    text = (Path(__file__).resolve().parents[2] / "docs/chapters/serving.md").read_text()
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("{{ value("):
+            shown = VALUE_CALL.sub(lambda m: render_value_call(m, "serving.md"), line).lstrip()
+            assert not re.match(r"\d+[.)](\s|$)", shown), f"line {n}: {shown[:40]!r}"

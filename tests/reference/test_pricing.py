@@ -31,6 +31,12 @@ def test_first_write_and_break_even():
     assert pricing.requests_to_break_even(full, pricier, cached) == 11
     same = pricing.bill(400, 100, 350, 10, 50, 10)  # cached price = input price: nothing saved
     assert pricing.requests_to_break_even(full, write, same) is None
+    # a free write but a dearer read: the first request gains, every later one loses (never)
+    free_write = pricing.first_write(400, 100, 350, 10, 50, 0)
+    dearer = pricing.bill(400, 100, 350, 10, 50, 200)
+    assert free_write.total < full.total < dearer.total
+    assert pricing.requests_to_break_even(full, free_write, dearer) is None
+    assert pricing.requests_to_break_even(full, free_write, cached) == 1
 
 
 def test_decimal_prices_stay_exact():

@@ -40,18 +40,18 @@ def test_kv_cache_moves_through_heads_context_and_presets(page, server):
     page.wait_for_selector(f"{KV} .tw-plot .main-svg", timeout=20_000)
     assert page.locator(KV).get_attribute("data-source") == "precomputed"
     assert value_text(page, KV, "bytes_per_token") == "131,072 bytes"
-    assert value_text(page, KV, "users_fit") == "59"
-    assert page.evaluate(f"document.querySelector('{KV} .tw-plot').data.length") == 5
+    assert value_text(page, KV, "users_fit") == "64"
+    assert page.evaluate(f"document.querySelector('{KV} .tw-plot').data.length") == 6
 
     move_slider(page, KV, "n_kv", 32)  # multi-head attention
     wait_live(page, KV)
     wait_value(page, KV, "bytes_per_token", "524,288 bytes")
-    wait_value(page, KV, "users_fit", "14")
+    wait_value(page, KV, "users_fit", "15")
 
     move_slider(page, KV, "context_len", 17)  # log2 slider: 131,072 tokens
     wait_value(page, KV, "users_fit", "0")
-    assert page.evaluate(f"document.querySelector('{KV} .tw-plot').data[4].x[0]") == 131072
-    assert "only 0 fit" in page.locator(f"{KV} .tw-notice").inner_text()
+    assert page.evaluate(f"document.querySelector('{KV} .tw-plot').data[5].x[0]") == 131072
+    assert "none fits" in page.locator(f"{KV} .tw-notice").inner_text()
 
     page.select_option(f"{KV} select[name=preset]", "llama-2-70b")
     wait_value(page, KV, "gqa_saving_factor", "8 ×")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backend.reference.presets import DECODER_PRESETS, PRESETS
+from backend.reference.serving import CARDS
 
 URL = "/api/widgets/kv_cache"
 
@@ -38,24 +39,34 @@ def test_handout_100_users_and_128k(client):
     assert post(client, context_len=1000)["values"]["total_bytes"] == 131_072_000
 
 
+def test_cards_are_their_cuda_reported_totals():
+    # the total PyTorch prints in an out-of-memory message, in GiB to two decimals
+    assert CARDS["141"].memory_bytes == 13980 * 2**30 // 100  # H200: 139.80 GiB
+    assert CARDS["80"].memory_bytes == 7915 * 2**30 // 100  # A100 80 GB: 79.15 GiB
+    assert 150.1e9 < CARDS["141"].memory_bytes < 150.2e9  # not the 141 GB it is sold as
+
+
 def test_users_fit_beside_the_weights(client):
     v = post(client, memory="80")["values"]
-    assert v["memory_bytes"] == 80 * 10**9  # GB = 10^9 bytes
-    assert v["users_fit"] == (80 * 10**9 - 2 * 8_030_261_248) // 2**30 == 59
+    assert v["memory_bytes"] == 7915 * 2**30 // 100
+    assert v["users_fit"] == (7915 * 2**30 // 100 - 2 * 8_030_261_248) // 2**30 == 64
     v141 = post(client, memory="141")["values"]
-    assert v141["users_fit"] == (141 * 10**9 - 2 * 8_030_261_248) // 2**30 == 116
+    assert v141["users_fit"] == (13980 * 2**30 // 100 - 2 * 8_030_261_248) // 2**30 == 124
 
 
 def test_weights_alone_too_big_gives_zero_and_a_notice(client):
     out = post(client, preset="llama-2-70b", memory="80")
     assert out["values"]["users_fit"] == 0 and out["values"]["weights_fit"] is False
-    assert "do not fit in 80 GB" in out["notice"]
+    assert "do not fit in the A100 80 GB (79.15 GiB = 84.99 GB as CUDA reports)" in out["notice"]
 
 
 def test_batch_beyond_the_fit_has_a_notice(client):
-    out = post(client, batch=64)
-    assert out["values"]["batch_fits"] is False and "only 59 fit" in out["notice"]
-    assert "notice" not in post(client, batch=59)
+    out = post(client, batch=65)
+    assert out["values"]["batch_fits"] is False and "need 69.8 GB" in out["notice"]
+    assert "only 64 fit" in out["notice"]
+    assert "notice" not in post(client, batch=64)
+    one = post(client, context_len=1_048_576)["notice"]
+    assert one.startswith("1 user at 1,048,576 tokens needs 137.4 GB") and "none fits" in one
 
 
 @pytest.mark.parametrize("dtype, width", [("float32", 4), ("bfloat16", 2), ("float16", 2),
@@ -91,7 +102,7 @@ def test_n_kv_must_divide_the_heads(client):
 @pytest.mark.parametrize("params, name", [
     ({"context_len": 1_048_577}, "context length T"), ({"context_len": 0}, "context length T"),
     ({"batch": 2000}, "concurrent users"), ({"dtype": "int4"}, "cache dtype"),
-    ({"memory": "81"}, "accelerator memory"), ({"head_dim": 100}, "head width d_head"),
+    ({"memory": "81"}, "accelerator, sold as"), ({"head_dim": 100}, "head width d_head"),
     ({"preset": "gpt-5"}, "model"),
 ])
 def test_out_of_range_is_a_400_naming_the_label(client, params, name):
@@ -110,9 +121,27 @@ def test_figure_lines_and_point(client):
     names = [t["name"] for t in out["figure"]["data"]]
     assert names[0].startswith("MHA") and names[1].startswith("this cache")
     assert names[2].startswith("weights") and names[3].startswith("accelerator")
+    assert names[4].startswith("free after the weights") and names[5] == "your setting"
     assert out["figure"]["layout"]["xaxis"]["type"] == "log"
     assert out["figure"]["layout"]["yaxis"]["type"] == "log"
-    point = out["figure"]["data"][4]
+    point = out["figure"]["data"][5]
     assert point["x"] == [8192] and point["y"] == [2**30 / 1e9]
-    assert out["figure"]["data"][3]["y"] == [80, 80]
+    card = CARDS["80"].memory_bytes / 1e9
+    assert out["figure"]["data"][3]["y"] == [card, card]
+    free = (CARDS["80"].memory_bytes - 2 * 8_030_261_248) / 1e9
+    assert out["figure"]["data"][4]["y"] == [free, free]
+
+
+def test_no_free_line_when_the_weights_do_not_fit_and_mha_says_when_it_is_this_cache(client):
+    out = post(client, preset="llama-2-70b")
+    assert not any(t["name"].startswith("free after") for t in out["figure"]["data"])
+    assert "the same as this one" in post(client, preset="llama-2-7b")["figure"]["data"][0]["name"]
+    assert "the same" not in post(client)["figure"]["data"][0]["name"]
+
+
+def test_readouts_keep_the_digit_that_decides(client):
+    out = post(client, preset="llama-3-70b", memory="141")
+    assert "141.1 GB of weights" in out["summary"] and "at most 3 users" in out["summary"]
+    assert "weights (141.1 GB)" in [t["name"] for t in out["figure"]["data"]]
+    assert "weights 141.1 GB" in out["table"]["caption"]
     assert out["summary"] and out["table"]["rows"] and "narrow" in out["figure"]

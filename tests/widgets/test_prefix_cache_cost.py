@@ -28,13 +28,32 @@ def test_one_cached_token_saves_one_tokens_worth(client):
 def test_cached_price_equal_to_input_price_never_pays_back(client):
     out = post(client, price_cached=10)
     assert out["values"]["pays_back"] is False and out["values"]["break_even_requests"] == 0
-    assert "never repaid" in out["notice"]
+    assert "never pays for itself" in out["notice"]
+
+
+def test_a_free_write_does_not_pay_back_when_a_cached_request_costs_more(client):
+    out = post(client, price_cached=200, price_write=0)
+    v = out["values"]
+    assert v["cost_first_write"] < v["cost_full"] < v["cost_cached"]
+    assert v["pays_back"] is False and v["break_even_requests"] == 0 and "never" in out["notice"]
+    assert "739% more" in out["summary"]
+
+
+def test_a_free_write_with_a_cheaper_read_pays_at_once(client):
+    v = post(client, price_write=0)["values"]
+    assert v["pays_back"] is True and v["break_even_requests"] == 1
+
+
+def test_a_dearer_read_is_said_to_cost_more(client):
+    out = post(client, price_cached=20)
+    assert out["values"]["saving"] < 0 and "39% more" in out["summary"]
 
 
 def test_cached_more_than_input_is_a_400_naming_both_labels(client):
     r = client.post(URL, json={"input_tokens": 400, "cached_tokens": 401})
     body = r.get_json()
     assert r.status_code == 400 and body["param"] == "cached_tokens"
+    assert "'cached prefix tokens' must be from 1 to" in body["error"]
     assert "'cached prefix tokens'" in body["error"] and "'input tokens' (400)" in body["error"]
 
 
