@@ -199,3 +199,12 @@ def test_the_notebooks_bare_tensor_model_gains_far_more_at_400_steps():
     assert (ns["rows_no"], ns["rows_c"]) == (80_200, 400) and ns["ids_no"] == ns["ids_c"]
     notebook = ns["ms_no"] / ns["ms_c"]
     assert notebook > 1.5 * values(steps=400)["speedup"]
+
+
+def test_output_tokens_are_priced_above_input_in_the_linked_example():
+    """'a higher one for output tokens': the prices serving.md's prefix-caching section uses."""
+    from backend.widgets import prefix_cache_cost
+    default = {p.name: p.default for p in prefix_cache_cost.SPEC.params}
+    assert default["price_output"] > default["price_input"]
+    text = (ROOT / "docs/chapters/serving.md").read_text()
+    assert "\n## Prefix caching and its price\n" in text  # the anchor the chapter links
