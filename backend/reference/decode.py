@@ -56,6 +56,27 @@ def prefix_kv_change(model: DecoderLM, ids: torch.Tensor, causal: bool = True) -
 # --8<-- [end:prefix_kv]
 
 
+@torch.no_grad()
+def prefix_kv_moves(model: DecoderLM, ids: torch.Tensor, causal: bool = True,
+                    tol: float = 1e-6) -> list[tuple[float, int]]:
+    """Per layer, the scale of what ``prefix_kv_change`` reports: (largest change in the
+    prefix's keys or values divided by the root-mean-square of that tensor over the prefix,
+    number of prefix positions whose key or value moved by more than tol anywhere).
+
+    ids (B, T + 1) as for ``prefix_kv_change``."""
+    before = layer_kv(model, ids[:, :-1], causal)
+    after = layer_kv(model, ids, causal)
+    T = ids.size(1) - 1
+    out = []
+    for k1, k2, v1, v2 in zip(before.keys, after.keys, before.values, after.values):
+        dk, dv = (k1 - k2[:, :, :T]).abs(), (v1 - v2[:, :, :T]).abs()  # (B, n_kv, T, d_head)
+        rel = max(dk.max().item() / k1.pow(2).mean().sqrt().item(),
+                  dv.max().item() / v1.pow(2).mean().sqrt().item())
+        moved = (dk.amax(dim=(0, 1, 3)) > tol) | (dv.amax(dim=(0, 1, 3)) > tol)  # (T,)
+        out.append((rel, int(moved.sum().item())))
+    return out
+
+
 @dataclass
 class DecodeTiming:
     """Milliseconds of each timed run (warm-up excluded), interleaved cached/uncached, and the

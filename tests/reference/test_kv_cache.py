@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from backend.reference.config import ModelConfig
@@ -123,6 +124,28 @@ def test_prefix_kv_stay_under_the_causal_mask_and_move_without_it():
     # layer 1's K/V are projections of each token's own embedding: no mask can change them
     assert bidirectional[0] == 0.0
     assert bidirectional[1] > 1e3 * max(max(causal), 1e-7)
+
+
+@torch.no_grad()
+def test_prefix_kv_moves_scales_the_change_and_counts_positions_by_hand():
+    model = DecoderLM(CFG).eval()
+    for p in model.parameters():
+        p.mul_(20)
+    ids = torch.randint(0, 53, (1, 17))
+    moves = decode.prefix_kv_moves(model, ids, causal=False)
+    # oracle: the unmasked K/V of both lengths, scaled and compared position by position by hand
+    short, full = decode.layer_kv(model, ids[:, :-1], causal=False), decode.layer_kv(model, ids, causal=False)
+    for (rel, moved), k1, k2, v1, v2 in zip(moves, short.keys, full.keys, short.values, full.values):
+        k2, v2 = k2[:, :, :16], v2[:, :, :16]
+        rms_k, rms_v = float(k1.square().mean()) ** 0.5, float(v1.square().mean()) ** 0.5
+        expect = max(float((k1 - k2).abs().max()) / rms_k, float((v1 - v2).abs().max()) / rms_v)
+        assert rel == pytest.approx(expect, rel=1e-6, abs=1e-12)
+        by_hand = sum(1 for t in range(16)
+                      if (k1[:, :, t] - k2[:, :, t]).abs().max() > 1e-6
+                      or (v1[:, :, t] - v2[:, :, t]).abs().max() > 1e-6)
+        assert moved == by_hand
+    assert moves[0] == (0.0, 0) and moves[1][1] > 0  # layer 1 never moves; layer 2 does
+    assert all(m == (pytest.approx(0.0, abs=1e-5), 0) for m in decode.prefix_kv_moves(model, ids))
 
 
 def test_time_decode_warms_up_then_interleaves_its_repeats(monkeypatch):

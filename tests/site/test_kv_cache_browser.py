@@ -72,3 +72,21 @@ def test_with_the_api_blocked_the_handouts_400_steps_are_baked(page, server):
     }}""", timeout=20_000)
     assert value_text(page, "key_rows_no_cache").split()[0] == "80,200"
     assert value_text(page, "key_rows_cache").split()[0] == "400"
+
+
+def test_exercise_2s_setting_is_baked_and_draws_its_single_points(page, server):
+    page.route("**/api/**", lambda route: route.abort())
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    set_box(page, "prompt_len", 32)
+    set_box(page, "steps", 1)
+    page.wait_for_function(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        const d = w.querySelector('.tw-plot').data;
+        return w.dataset.source === 'precomputed' && d[2].x[0] === 1 && d[2].y[1] === 32;
+    }}""", timeout=20_000)
+    modes = page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot').data
+        .slice(0, 2).map(t => t.mode)""")
+    assert all("markers" in m for m in modes)
+    assert value_text(page, "same_tokens") == "yes"
+    assert value_text(page, "key_rows_no_cache").split()[0] == "32"
