@@ -102,8 +102,10 @@ def ceiling_error(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str
 
 
 class CeilingSpec(WidgetSpec):
-    """The spec, with the context range's error giving the true ceiling at the whole setting
-    (the declared `Depends` follow one control at a time) and the device whose ceiling it is."""
+    """The spec, with the context range checked against the true ceiling at the whole setting.
+    The declared `Depends` follow one control at a time (the page's slider uses them); when
+    several controls move, the combined rule decides, and a refusal names that ceiling, the
+    setting and the device."""
 
     def resolve(self, body):
         try:
@@ -111,15 +113,21 @@ class CeilingSpec(WidgetSpec):
         except ParamError as exc:
             T = (body.get("context_len", self.param("context_len").default)
                  if isinstance(body, dict) else None)
-            above = (isinstance(T, (int, float)) and not isinstance(T, bool)
+            whole = (isinstance(T, (int, float)) and not isinstance(T, bool)
                      and math.isfinite(T) and float(T).is_integer() and T > MIN_T)
-            if exc.param == "context_len" and above:  # the only way a whole T >= 16 fails
-                T = int(T)
-                others = {p.name: p.validate(body.get(p.name, p.default))
-                          for p in self.params if p.name != "context_len"}
-                raise ceiling_error(T, others["head_dim"], others["n_heads"], others["batch"],
-                                    others["dtype"]) from None
-            raise
+            if exc.param != "context_len" or not whole:
+                raise
+            values = super().resolve({**body, "context_len": MIN_T})  # every other control
+            T = int(T)
+            if T > check_limit(values):
+                raise ceiling_error(T, values["head_dim"], values["n_heads"], values["batch"],
+                                    values["dtype"]) from None
+            return {**values, "context_len": T}
+
+
+def check_limit(values: dict) -> int:
+    return slider_top(values["n_heads"], values["batch"], values["head_dim"],
+                      DTYPES[values["dtype"]])
 
 
 SPEC = CeilingSpec(
