@@ -30,10 +30,19 @@ def score_flops(T: int, d_head: int, n_heads: int = 1, batch: int = 1) -> int:
     return 2 * 2 * batch * n_heads * attention_pairs(T) * d_head
 
 
-def projection_flops(T: int, d_head: int, n_heads: int = 1, batch: int = 1) -> int:
-    """FLOPs of the four d x d projections (Q, K, V, output), d = h * d_head: 8 B T d^2."""
+def projection_flops(T: int, d_head: int, n_heads: int = 1, batch: int = 1,
+                     n_kv_heads: int | None = None) -> int:
+    """FLOPs of the projections Q, K, V and output, d = h * d_head: 8 B T d^2 with full K and V.
+    With grouped-query attention (n_kv_heads < n_heads) K and V are d x (n_kv_heads * d_head)."""
     d = n_heads * d_head
-    return 4 * 2 * batch * T * d * d
+    d_kv = (n_kv_heads or n_heads) * d_head
+    return 2 * batch * T * (2 * d * d + 2 * d * d_kv)
+
+
+def crossover_context(d_head: int, n_heads: int, n_kv_heads: int | None = None) -> int:
+    """The T at which the scores' 4 T^2 d FLOPs equal the projections': T = d + d_kv
+    (2d with full K and V)."""
+    return n_heads * d_head + (n_kv_heads or n_heads) * d_head
 
 
 def score_bytes(T: int, n_heads: int = 1, batch: int = 1, dtype=torch.float32) -> int:
@@ -61,6 +70,11 @@ def largest_context(budget_bytes: int, n_heads: int = 1, batch: int = 1,
     """The largest T whose explicit working set fits `budget_bytes`:
     T_max = floor(sqrt(budget / (B h bytes_per_score)))."""
     return math.isqrt(budget_bytes // (batch * n_heads * eager_bytes_per_score(dtype)))
+def fused_bytes(T: int, d_head: int, n_heads: int = 1, batch: int = 1,
+                dtype=torch.float32) -> int:
+    """What the fused kernel creates: its (B, h, T, d_head) output in `dtype` and one float32
+    per query (the log of each row's softmax sum, kept for the backward pass)."""
+    return batch * n_heads * T * (d_head * dtype.itemsize + 4)
 # --8<-- [end:working_set]
 
 

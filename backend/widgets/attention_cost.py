@@ -9,9 +9,10 @@ memory (CUDA's peak counter on a GPU; on a CPU the bytes of op outputs alive at 
 Each device has its own ceiling on the context length. Memory: the explicit path's T x T
 working set must fit `MEMORY_SHARE` of `device.memory_bytes()` (free GPU memory, or the CPU's
 fixed budget). Work: B h T^2 d_head at most `WORK_BUDGET[device kind]`, so a request stays
-near a second. The slider's top is the ceiling at the default settings; more heads, a bigger
-batch or a bigger head lower it, and a request above it is a 400 naming the ceiling and the
-device.
+near a second. The slider's top is the ceiling at the current setting: the spec's `Depends`
+lowers it when the heads, the batch, the head size or the dtype alone moves from its default
+(the page's slider follows), and `compute` checks the combined rule, so a request above the
+ceiling is a 400 naming the ceiling, the setting and the device.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from backend import device
 from backend.reference import attention_cost as ac
 from backend.reference import context
 from backend.widgets import measure as measure_lib
-from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.reference.presets import PRESETS
+from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -59,6 +61,30 @@ def ceiling(n_heads: int = 1, batch: int = 1, d_head: int = 64, dtype=torch.floa
 CEILING = ceiling()  # at the defaults: the slider's top on this device
 
 
+def slider_top(n_heads: int = 1, batch: int = 1, d_head: int = 64, dtype=torch.float32) -> int:
+    """The largest T the page offers at this setting: the ceiling, capped at the slider's own
+    top (a smaller head allows more by the rules, but the slider does not reach further)."""
+    return min(CEILING, ceiling(n_heads, batch, d_head, dtype))
+
+
+def _ceiling_depends() -> tuple:
+    """The context slider's top when one of the other controls moves from its default, as data
+    (the page lowers the slider; the API refuses above it). Cases only where the top is lower.
+    When several move at once the last matching case sets the page's top and `compute` checks
+    the combined rule."""
+    note = f"this device's ceiling on {device.device()}"
+    cases = {
+        "dtype": {n: slider_top(dtype=dt) for n, dt in DTYPES.items()},
+        "head_dim": {d: slider_top(d_head=d) for d in range(16, 257, 16)},
+        "batch": {b: slider_top(batch=b) for b in range(1, 17)},
+        "n_heads": {h: slider_top(n_heads=h) for h in range(1, 33)},
+    }
+    deps = (Depends(on, {k: {"max": top, "note": note} for k, top in tops.items()
+                         if top < CEILING})
+            for on, tops in cases.items())
+    return tuple(dep for dep in deps if dep.cases)
+
+
 def device_limits() -> dict:
     """What this device allows, for /api/health: the longest context at the defaults (batch 1,
     one head of 64, float32) and the memory budget that ceiling is planned against."""
@@ -66,22 +92,42 @@ def device_limits() -> dict:
             "work_budget": WORK_BUDGET[_kind()]}
 
 
+def ceiling_error(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str) -> ParamError:
+    limit = slider_top(n_heads, batch, d_head, DTYPES[dtype_name])
+    return ParamError(
+        f"'context length T' must be from {MIN_T} to {limit:,} on {device.device()} at batch "
+        f"{batch} × {n_heads} head{'s' if n_heads != 1 else ''} of size {d_head} in "
+        f"{dtype_name} (this device's ceiling at that setting; more heads, batch or head size "
+        f"lower it), got {T:,}", "context_len")
+
+
 class CeilingSpec(WidgetSpec):
-    """The spec, with the context range's error naming the device whose ceiling it is."""
+    """The spec, with the context range checked against the true ceiling at the whole setting.
+    The declared `Depends` follow one control at a time (the page's slider uses them); when
+    several controls move, the combined rule decides, and a refusal names that ceiling, the
+    setting and the device."""
 
     def resolve(self, body):
         try:
             return super().resolve(body)
         except ParamError as exc:
-            T = body.get("context_len") if isinstance(body, dict) else None
-            if (exc.param == "context_len" and isinstance(T, (int, float))
-                    and not isinstance(T, bool) and T > CEILING):
-                raise ParamError(
-                    f"'context length T' must be from {MIN_T} to {CEILING:,} on "
-                    f"{device.device()} (this device's ceiling at batch 1, 1 head of size 64 in "
-                    f"float32; more heads, batch or head size lower it), got {T:,}",
-                    "context_len") from None
-            raise
+            T = (body.get("context_len", self.param("context_len").default)
+                 if isinstance(body, dict) else None)
+            whole = (isinstance(T, (int, float)) and not isinstance(T, bool)
+                     and math.isfinite(T) and float(T).is_integer() and T > MIN_T)
+            if exc.param != "context_len" or not whole:
+                raise
+            values = super().resolve({**body, "context_len": MIN_T})  # every other control
+            T = int(T)
+            if T > check_limit(values):
+                raise ceiling_error(T, values["head_dim"], values["n_heads"], values["batch"],
+                                    values["dtype"]) from None
+            return {**values, "context_len": T}
+
+
+def check_limit(values: dict) -> int:
+    return slider_top(values["n_heads"], values["batch"], values["head_dim"],
+                      DTYPES[values["dtype"]])
 
 
 SPEC = CeilingSpec(
@@ -94,7 +140,8 @@ SPEC = CeilingSpec(
         Param("context_len", "context length T", "int", default=min(1024, CEILING), min=MIN_T,
               max=CEILING, step=1, scale="log2", unit="tokens",
               help=f"Tokens attended over. The top of the slider is this device's ceiling "
-                   f"({device.device()}); more heads, batch or head size lower it."),
+                   f"({device.device()}); more heads, batch or head size lower it.",
+              depends=_ceiling_depends()),
         Param("head_dim", "head size d_head", "int", default=64, min=16, max=256, step=16,
               help="Size of each head's queries, keys and values."),
         Param("n_heads", "heads h", "int", default=1, min=1, max=32, step=1,
@@ -106,11 +153,11 @@ SPEC = CeilingSpec(
     ),
     outputs=(
         Output("flops", "FLOPs of the T × T products", ".3g"),
-        Output("score_bytes", "bytes of the score matrix", ".3g", "B"),
+        Output("score_mib", "one score matrix", ".3g", "MiB"),
         Output("ms_eager", "explicit, median", ".3g", "ms"),
         Output("ms_fused", "fused, median", ".3g", "ms"),
-        Output("peak_bytes_eager", "explicit, peak memory", ".3g", "B"),
-        Output("peak_bytes_fused", "fused, peak memory", ".3g", "B"),
+        Output("peak_mib_eager", "explicit, peak memory", ".3g", "MiB"),
+        Output("peak_mib_fused", "fused, peak memory", ".3g", "MiB"),
         Output("max_abs_diff", "largest |explicit − fused|", ".2g"),
         Output("ceiling", "largest T at this setting", ",d", "tokens"),
         Output("device", "measured on", ""),
@@ -126,14 +173,10 @@ def measured_on(dtype) -> str:
     return measure_lib.measured_on(dtype)
 
 
-def check_ceiling(T: int, d_head: int, n_heads: int, batch: int, dtype) -> int:
-    limit = ceiling(n_heads, batch, d_head, dtype)
+def check_ceiling(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str) -> int:
+    limit = slider_top(n_heads, batch, d_head, DTYPES[dtype_name])
     if T > limit:
-        raise ParamError(
-            f"'context length T' must be at most {limit:,} on {device.device()} at batch "
-            f"{batch} × {n_heads} head{'s' if n_heads != 1 else ''} × head size {d_head} in "
-            f"{str(dtype).replace('torch.', '')} (the explicit path's T × T scores must fit "
-            f"this device's budget), got {T:,}", "context_len")
+        raise ceiling_error(T, d_head, n_heads, batch, dtype_name)
     return limit
 
 
@@ -176,10 +219,21 @@ def table_values() -> dict:
     return {"table": table}
 
 
+def _llama_crossover() -> dict:
+    """Llama-3-8B's own crossover: 32 heads of 128 with K and V shared by groups of four heads
+    (8 KV heads), so the projections cost 2T(2d^2 + 2 d d/4) = 5 T d^2 and T = 1.25 d."""
+    cfg = PRESETS["llama-3-8b"]
+    d_head = cfg.d_model // cfg.n_heads
+    return {"llama_width": cfg.d_model, "llama_heads": cfg.n_heads, "llama_d_head": d_head,
+            "llama_kv_heads": cfg.n_kv_heads,
+            "llama_crossover_full_kv": ac.crossover_context(d_head, cfg.n_heads),
+            "llama_crossover_T": ac.crossover_context(d_head, cfg.n_heads, cfg.n_kv_heads)}
+
+
 def compute(params: dict) -> dict:
     T, d, h, B = params["context_len"], params["head_dim"], params["n_heads"], params["batch"]
     dtype = DTYPES[params["dtype"]]
-    limit = check_ceiling(T, d, h, B, dtype)
+    limit = check_ceiling(T, d, h, B, params["dtype"])
     m = measure(T, d, h, B, params["dtype"])
     eager_runs, fused_runs = m["eager"][-1], m["fused"][-1]
     values = {
@@ -193,6 +247,8 @@ def compute(params: dict) -> dict:
         "ms_fused": fused_runs.median,
         "fastest_eager": eager_runs.fastest,
         "fastest_fused": fused_runs.fastest,
+        "slowest_eager": eager_runs.slowest,
+        "slowest_fused": fused_runs.slowest,
         "spread_eager": eager_runs.slowest - eager_runs.fastest,
         "spread_fused": fused_runs.slowest - fused_runs.fastest,
         "runs_eager": list(eager_runs.ms),
@@ -211,11 +267,18 @@ def compute(params: dict) -> dict:
         "ladder_fastest_fused": [r.fastest for r in m["fused"]],
         "ladder_ms_eager": [r.median for r in m["eager"]],
         "ladder_ms_fused": [r.median for r in m["fused"]],
+        "ladder_slowest_eager": [r.slowest for r in m["eager"]],
+        "ladder_slowest_fused": [r.slowest for r in m["fused"]],
+        "fused_bytes": ac.fused_bytes(T, d, h, B, dtype),
         "ladder_peak_eager": list(m["peak_eager"]),
         "ladder_peak_fused": list(m["peak_fused"]),
         "ceiling": limit,
         "ceiling_memory": ac.largest_context(memory_budget(), h, B, dtype),
         "ceiling_work": math.isqrt(WORK_BUDGET[_kind()] // (B * h * d)),
+        # which rule binds at this setting (or the slider's own top, for a small head)
+        "ceiling_rule": ("time" if limit == math.isqrt(WORK_BUDGET[_kind()] // (B * h * d))
+                         else "memory" if limit == ac.largest_context(memory_budget(), h, B, dtype)
+                         else "slider"),
         # The same rule on accelerators of 80 GB and 141 GB, all of it free.
         "ceiling_80gb": ac.largest_context(int(80e9 * MEMORY_SHARE), h, B, dtype),
         "ceiling_141gb": ac.largest_context(int(141e9 * MEMORY_SHARE), h, B, dtype),
@@ -225,7 +288,8 @@ def compute(params: dict) -> dict:
         "memory_mib": device.memory_bytes() / 2 ** 20,
         "memory_budget_mib": memory_budget() / 2 ** 20,
         "work_budget": WORK_BUDGET[_kind()],
-        "crossover_T": 2 * h * d,  # score FLOPs = projection FLOPs at T = 2 d
+        "crossover_T": ac.crossover_context(d, h),  # score = projection FLOPs at T = 2 d
+        **_llama_crossover(),
         "device": device.device(),
         "measured_on": measured_on(dtype),
         **table_values(),
@@ -238,53 +302,83 @@ def compute(params: dict) -> dict:
     }
 
 
-def _curve_T(T: int) -> list[int]:
-    lo, hi = MIN_T, max(T, CEILING)
+def _curve_T(top: int) -> list[int]:
+    """Points for the formula curves, from the slider's bottom to this setting's ceiling."""
+    lo, hi = MIN_T, top
     return sorted({int(round(lo * (hi / lo) ** (i / (CURVE_POINTS - 1))))
                    for i in range(CURVE_POINTS)})
 
 
+def _bars(median: list, fastest: list, slowest: list, color: str) -> dict:
+    """Error bars from the fastest to the slowest run around each median."""
+    return {"type": "data", "symmetric": False, "color": color, "thickness": 1.5, "width": 4,
+            "array": [hi - m for m, hi in zip(median, slowest)],
+            "arrayminus": [m - lo for m, lo in zip(median, fastest)]}
+
+
 def _figure(T, d, h, B, dtype, v) -> dict:
-    xs, ladder = _curve_T(T), v["ladder_T"]
+    top = v["ceiling"]
+    xs, ladder = _curve_T(top), v["ladder_T"]
     eager_c, fused_c, guide = COLORS["unscaled"], COLORS["scaled"], COLORS["guide"]
-    # Time panel: the analytic FLOPs curve, scaled to pass through the largest explicit run,
-    # with both paths' measured medians (bars: fastest to slowest run) on it.
+    mark = COLORS["accent"]
+    # Time panel: the analytic FLOPs curve, scaled to pass through the explicit run at T, with
+    # both paths' measured medians on it (bars: fastest to slowest run).
     scale = v["ladder_ms_eager"][-1] / ac.score_flops(T, d, h, B)
     m_eager, m_fused = v["ladder_ms_eager"], v["ladder_ms_fused"]
+    flops_curve = [ac.score_flops(t, d, h, B) * scale for t in xs]
+    t_lo = min(flops_curve[0], *v["ladder_fastest_eager"], *v["ladder_fastest_fused"])
+    t_hi = max(flops_curve[-1], *v["ladder_slowest_eager"], *v["ladder_slowest_fused"])
+    score_curve = [ac.score_bytes(t, h, B, dtype) for t in xs]
+    eager_curve = [ac.eager_bytes(t, h, B, dtype) for t in xs]
+    fused_curve = [ac.fused_bytes(t, d, h, B, dtype) for t in xs]
+    b_lo = min(fused_curve[0], score_curve[0], *v["ladder_peak_fused"])
+    b_hi = max(eager_curve[-1], *v["ladder_peak_eager"])
+    rule = {"time": "time rule", "memory": "memory rule", "slider": "slider's top"}
+    ceiling_name = f"ceiling here: T = {top:,} ({rule[v['ceiling_rule']]})"
     data = [
-        {"type": "scatter", "mode": "lines", "x": xs,
-         "y": [ac.score_flops(t, d, h, B) * scale for t in xs],
-         "name": "4·B·h·T²·d FLOPs (scaled to the explicit run at T)",
+        {"type": "scatter", "mode": "lines", "x": xs, "y": flops_curve,
+         "name": "T² FLOPs, scaled to the explicit run",
          "line": {"color": guide, "dash": "dash"}, "hoverinfo": "skip"},
         {"type": "scatter", "mode": "markers", "x": ladder, "y": m_eager,
          "name": "explicit, measured", "marker": {"color": eager_c, "size": 9},
+         "error_y": _bars(m_eager, v["ladder_fastest_eager"], v["ladder_slowest_eager"], eager_c),
          "legendgroup": "eager",
          "hovertemplate": "T=%{x}: explicit %{y:.3g} ms (median)<extra></extra>"},
         {"type": "scatter", "mode": "markers", "x": ladder, "y": m_fused,
          "name": "fused, measured", "marker": {"color": fused_c, "size": 9, "symbol": "diamond"},
+         "error_y": _bars(m_fused, v["ladder_fastest_fused"], v["ladder_slowest_fused"], fused_c),
          "legendgroup": "fused",
          "hovertemplate": "T=%{x}: fused %{y:.3g} ms (median)<extra></extra>"},
-        # Memory panel: the analytic score matrix and the explicit working set, measured peaks.
-        {"type": "scatter", "mode": "lines", "x": xs,
-         "y": [ac.score_bytes(t, h, B, dtype) for t in xs], "name": "score matrix B·h·T² (bytes)",
-         "line": {"color": guide}, "xaxis": "x2", "yaxis": "y2", "hoverinfo": "skip"},
-        {"type": "scatter", "mode": "lines", "x": xs,
-         "y": [ac.eager_bytes(t, h, B, dtype) for t in xs],
-         "name": f"explicit working set ({v['eager_bytes_per_score']} B per score)",
+        {"type": "scatter", "mode": "lines", "x": [top, top], "y": [t_lo, t_hi],
+         "name": ceiling_name, "legendgroup": "ceiling",
+         "line": {"color": mark, "dash": "dashdot"}, "hoverinfo": "skip"},
+        # Memory panel: the formulas (score matrix, explicit working set, fused output) and
+        # the measured peaks.
+        {"type": "scatter", "mode": "lines", "x": xs, "y": score_curve,
+         "name": "one score matrix", "line": {"color": guide},
+         "xaxis": "x2", "yaxis": "y2", "hoverinfo": "skip"},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": eager_curve,
+         "name": f"explicit working set ({v['eager_bytes_per_score']} B per pair)",
          "line": {"color": eager_c, "dash": "dot"}, "xaxis": "x2", "yaxis": "y2",
          "legendgroup": "eager", "hoverinfo": "skip"},
+        {"type": "scatter", "mode": "lines", "x": xs, "y": fused_curve,
+         "name": "fused: output + 1 per query",
+         "line": {"color": fused_c, "dash": "dot"}, "xaxis": "x2", "yaxis": "y2",
+         "legendgroup": "fused", "hoverinfo": "skip"},
         {"type": "scatter", "mode": "markers", "x": ladder, "y": v["ladder_peak_eager"],
          "name": "explicit, peak", "marker": {"color": eager_c, "size": 9},
          "xaxis": "x2", "yaxis": "y2", "legendgroup": "eager", "showlegend": False,
-         "hovertemplate": "T=%{x}: explicit peak %{y:.3s}B<extra></extra>"},
+         "customdata": [b / 2 ** 20 for b in v["ladder_peak_eager"]],
+         "hovertemplate": "T=%{x}: explicit peak %{customdata:.3g} MiB<extra></extra>"},
         {"type": "scatter", "mode": "markers", "x": ladder, "y": v["ladder_peak_fused"],
          "name": "fused, peak", "marker": {"color": fused_c, "size": 9, "symbol": "diamond"},
          "xaxis": "x2", "yaxis": "y2", "legendgroup": "fused", "showlegend": False,
-         "hovertemplate": "T=%{x}: fused peak %{y:.3s}B<extra></extra>"},
-        {"type": "scatter", "mode": "lines", "x": [xs[0], xs[-1]],
-         "y": [v["memory_budget"]] * 2, "name": f"{v['device']} budget",
-         "line": {"color": COLORS["accent"], "dash": "dashdot"}, "xaxis": "x2", "yaxis": "y2",
-         "hovertemplate": "budget %{y:.3s}B<extra></extra>"},
+         "customdata": [b / 2 ** 20 for b in v["ladder_peak_fused"]],
+         "hovertemplate": "T=%{x}: fused peak %{customdata:.3g} MiB<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "x": [top, top], "y": [b_lo, b_hi],
+         "name": ceiling_name, "legendgroup": "ceiling", "showlegend": False,
+         "line": {"color": mark, "dash": "dashdot"}, "xaxis": "x2", "yaxis": "y2",
+         "hoverinfo": "skip"},
     ]
     axis_t = {"type": "log", "title": {"text": "context length T"}}
     layout = base_layout(
@@ -313,27 +407,28 @@ def _figure(T, d, h, B, dtype, v) -> dict:
     return {"data": data, "layout": layout, "narrow": narrow}
 
 
-def _bytes(n: float) -> str:
-    for unit, size in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n:.0f} B"
+def _mib(n: float) -> str:
+    return f"{n / 2 ** 20:.3g} MiB"
 
 
 def _summary(T: int, v: dict) -> str:
     return (f"At T = {T:,} the explicit attention took {v['ms_eager']:.3g} ms and peaked at "
-            f"{_bytes(v['peak_bytes_eager'])}; the fused kernel took {v['ms_fused']:.3g} ms and "
-            f"peaked at {_bytes(v['peak_bytes_fused'])} (medians of {v['repeats']} runs on "
-            f"{v['measured_on']}). One score matrix is {_bytes(v['score_bytes'])}; the largest "
-            f"context this setting allows here is {v['ceiling']:,}.")
+            f"{_mib(v['peak_bytes_eager'])}; the fused kernel took {v['ms_fused']:.3g} ms and "
+            f"peaked at {_mib(v['peak_bytes_fused'])} (medians of {v['repeats']} runs on "
+            f"{v['measured_on']}). One score matrix is {_mib(v['score_bytes'])}; the largest "
+            f"context this setting allows here is {v['ceiling']:,} (the "
+            f"{ {'time': 'time rule', 'memory': 'memory rule', 'slider': 'slider top'}[v['ceiling_rule']]}).")
 
 
 def _table(v: dict) -> dict:
-    rows = [[f"{t:,}", f"{me:.3g}", f"{mf:.3g}", _bytes(pe), _bytes(pf)]
-            for t, me, mf, pe, pf in zip(v["ladder_T"], v["ladder_ms_eager"],
-                                         v["ladder_ms_fused"], v["ladder_peak_eager"],
-                                         v["ladder_peak_fused"])]
-    return {"caption": f"Measured on {v['measured_on']}: medians of {v['repeats']} runs, and "
-                       "peak memory of each path.",
-            "columns": ["T", "explicit (ms)", "fused (ms)", "explicit peak", "fused peak"],
+    rows = [[f"{t:,}", f"{me:.3g} ({fe:.3g}–{se:.3g})", f"{mf:.3g} ({ff:.3g}–{sf:.3g})",
+             f"{pe / 2 ** 20:.3g}", f"{pf / 2 ** 20:.3g}"]
+            for t, me, fe, se, mf, ff, sf, pe, pf in zip(
+                v["ladder_T"], v["ladder_ms_eager"], v["ladder_fastest_eager"],
+                v["ladder_slowest_eager"], v["ladder_ms_fused"], v["ladder_fastest_fused"],
+                v["ladder_slowest_fused"], v["ladder_peak_eager"], v["ladder_peak_fused"])]
+    return {"caption": f"Measured on {v['measured_on']}: median (fastest–slowest) of "
+                       f"{v['repeats']} runs, and peak memory of each path in MiB.",
+            "columns": ["T", "explicit (ms)", "fused (ms)", "explicit peak (MiB)",
+                        "fused peak (MiB)"],
             "rows": rows}

@@ -67,11 +67,64 @@ def test_scores_overtake_the_projections_at_twice_the_width(d_head, h):
     assert ac.projection_flops(d, d_head, h) == 2 * ac.score_flops(d, d_head, h)
 
 
-# "For a model of width 4,096 (32 heads of 128, as in Llama-3-8B) the crossover is at 8,192."
+# "For a model of width 4,096 in which every one of its 32 heads of 128 has its own keys and
+# values, the crossover is at 8,192. Llama-3-8B ... lets each group of four query heads share one
+# key head and one value head, ... Its projections then cost 2T(2d^2 + 2 d d/4) = 5Td^2, and the
+# scores catch up sooner, at T = 1.25 d, which for Llama-3-8B is 5,120."
 def test_the_crossover_of_a_llama_3_8b_width():
     cfg = PRESETS["llama-3-8b"]
-    assert (cfg.d_model, cfg.n_heads, cfg.d_model // cfg.n_heads) == (4096, 32, 128)
-    assert values(n_heads=32, head_dim=128, context_len=16)["crossover_T"] == 8192
+    d, h, d_head = cfg.d_model, cfg.n_heads, cfg.d_model // cfg.n_heads
+    assert (d, h, d_head, h // cfg.n_kv_heads) == (4096, 32, 128, 4)
+    v = values(n_heads=32, head_dim=128, context_len=16)
+    assert v["crossover_T"] == v["llama_crossover_full_kv"] == 8192 == 2 * d
+    T = v["llama_crossover_T"]
+    assert T == 5120 == 5 * d // 4
+    assert ac.projection_flops(1, d_head, h, 1, cfg.n_kv_heads) == 5 * d * d
+    # the counted layer: four matrices of Llama-3-8B's shapes, by PyTorch's FLOP counter
+    kv = cfg.n_kv_heads * d_head
+    shapes = [(d, d), (d, kv), (d, kv), (d, d)]
+    x = torch.empty(1, T, d, device="meta")
+    with FlopCounterMode(display=False) as counter:
+        for i, o in shapes:
+            torch.nn.Linear(i, o, bias=False, device="meta")(x)
+    assert counter.get_total_flops() == ac.score_flops(T, d_head, h)
+
+
+# "Using it costs as much again: every one of the T^2 weights scales a value vector of length
+# d_head, so averaging the values is another T^2 d_head multiply-adds."
+def test_both_products_cost_t_squared_d_head():
+    T, d_head = 96, 16
+    q, k, v = ac.random_qkv(1, 1, T, d_head)
+    weights = torch.softmax(q @ k.transpose(-2, -1), dim=-1)
+    with FlopCounterMode(display=False) as first:
+        q @ k.transpose(-2, -1)
+    with FlopCounterMode(display=False) as second:
+        weights @ v
+    assert first.get_total_flops() == second.get_total_flops() == 2 * T * T * d_head
+
+
+# "On a CPU, one of the conditions is a 4-D input ... Pass it (1, T, d) and the same call
+# quietly takes PyTorch's plain "math" path, which builds the T x T table." "The book always
+# passes 4-D tensors." (Which kernel ran, from PyTorch's profiler.)
+def test_the_fused_call_needs_4d_input_on_a_cpu():
+    from torch.profiler import profile
+
+    def kernels(*shape):
+        q = torch.randn(*shape)
+        with profile() as prof:
+            ac.fused(q, q, q)
+        return {e.name for e in prof.events()}
+
+    flash, math_path = ("aten::_scaled_dot_product_flash_attention_for_cpu",
+                        "aten::_scaled_dot_product_attention_math")
+    four_d = kernels(1, 1, 256, 64)
+    assert flash in four_d and math_path not in four_d
+    three_d = kernels(1, 256, 64)
+    assert math_path in three_d and flash not in three_d
+    assert len(ac.random_qkv(2, 3, 16, 8)[0].shape) == 4
+    q, k, v = ac.random_qkv(1, 1, 256, 64)
+    assert ac.peak_bytes(ac.fused, q, k, v) < ac.score_bytes(256)          # 4-D: no table
+    assert ac.peak_bytes(ac.fused, q[0], k[0], v[0]) > ac.score_bytes(256)  # 3-D: the table
 
 
 # "at 128,000 tokens the arithmetic of one such layer ... is a fraction of a second on an
@@ -125,14 +178,19 @@ def test_the_default_peaks_are_what_the_prose_says_they_hold():
 # "The fused path's memory grows as T: doubling T doubles it. At every setting of the sliders it
 # needs less than the explicit path, and once T exceeds the head size by a few tokens, less than
 # even a single score matrix would take."
+@pytest.mark.parametrize("h,B", [(1, 1), (32, 1), (32, 16)])
 @pytest.mark.parametrize("dtype", list(w.DTYPES))
 @pytest.mark.parametrize("d_head", HEAD_DIMS)
-def test_memory_shapes_across_the_context_slider(d_head, dtype):
-    top = min(TOP, w.ceiling(1, 1, d_head, w.DTYPES[dtype]))  # the slider's top at this d_head
-    Ts = sorted(t for t in {16, 32, 64, 128, 256, 512, top // 2, top} if t <= top)
-    got = {T: values(context_len=T, head_dim=d_head, dtype=dtype) for T in Ts}
+def test_memory_shapes_across_the_context_slider(d_head, dtype, h, B):
+    top = w.slider_top(h, B, d_head, w.DTYPES[dtype])  # the slider's top at this setting
+    Ts = sorted(t for t in {16, 32, 64, 128, 256, 512, top // 2, top} if 16 <= t <= top)
+    got = {T: values(context_len=T, head_dim=d_head, dtype=dtype, n_heads=h, batch=B)
+           for T in Ts}
     for T, v in got.items():
         assert v["peak_bytes_eager"] >= v["score_bytes"]
+        # "the fused peaks sit on" the dotted blue line B h T (d_head itemsize + 4)
+        assert v["ladder_peak_fused"] == [ac.fused_bytes(t, d_head, h, B, w.DTYPES[dtype])
+                                          for t in v["ladder_T"]]
         assert v["peak_bytes_fused"] < v["peak_bytes_eager"]
         if T >= d_head + 3:
             assert v["peak_bytes_fused"] < v["score_bytes"]
@@ -147,7 +205,8 @@ def test_memory_shapes_across_the_context_slider(d_head, dtype):
     assert growths == sorted(growths)  # tends to 4 from below
 
 
-# "Time grows faster than linearly: at T = 1,024 and at the top of the slider, going from T/8 to
+# "Time grows faster than linearly: with one head of 64 in float32, at T = 1,024 and at the top
+# of the slider, going from T/8 to
 # T multiplies each path's time by more than 8." (fastest runs)
 @pytest.mark.parametrize("T", [1024, TOP])
 def test_time_grows_faster_than_linearly(T):
@@ -158,12 +217,21 @@ def test_time_grows_faster_than_linearly(T):
         assert runs[-1] > 8 * runs[0], path
 
 
-# "At the top of the slider, the fused kernel is also faster than the explicit path, in each of
-# the three number formats."
+# "At the top of the slider, with the other controls at their defaults, the fused kernel is also
+# faster than the explicit path, in each of the three number formats."
 @pytest.mark.parametrize("dtype", list(w.DTYPES))
 def test_at_the_top_the_fused_kernel_is_faster(dtype):
     v = values(context_len=TOP, dtype=dtype)
     assert v["fastest_fused"] < v["fastest_eager"]
+
+
+# "The fused kernel is not faster everywhere. At short contexts with a big batch and many heads,
+# the CPU's fused kernel can be the slower one. Try batch 16 and 32 heads of size 16 at T = 45."
+# Fastest runs: load only adds time, and the measured gap is about 2x.
+def test_at_a_short_context_with_many_heads_the_fused_kernel_loses():
+    v = values(context_len=45, batch=16, n_heads=32, head_dim=16)
+    assert v["fastest_fused"] > v["fastest_eager"]
+    assert v["peak_bytes_fused"] < v["peak_bytes_eager"]  # "its advantage is memory first"
 
 
 # "On a CPU it is a fixed, stated 512 MiB ...; that allows T = 5,792 at one head and batch 1.
@@ -174,11 +242,58 @@ def test_the_cpu_ceiling_and_its_two_rules():
     assert v["ceiling_memory"] == 5792 and v["ceiling_work"] == 1448
     assert v["ceiling_default"] == min(v["ceiling_memory"], v["ceiling_work"]) == TOP
     assert w.SPEC.param("context_len").max == TOP
+    # "So on this CPU it is the time rule that binds, not the memory rule."
+    assert v["ceiling_rule"] == "time" and v["ceiling_work"] < v["ceiling_memory"]
 
 
-# "More heads, a bigger batch or a bigger head lower it"; "raise the heads or the batch and the
-# score matrix grows with them, and the ceiling comes down"; and the check-yourself answer "the
-# ceiling falls by half when you use four heads instead of one".
+# "A narrower number format lowers the explicit path's memory ceiling. In bfloat16 the peak
+# holds 10 bytes per pair, not 8 ... allows T = 5,181 in bfloat16, against T = 5,792 in float32."
+def test_bfloat16_lowers_the_memory_ceiling():
+    f32, bf16 = values(context_len=16), values(context_len=16, dtype="bfloat16")
+    assert bf16["ceiling_memory"] < f32["ceiling_memory"]
+    assert (bf16["ceiling_memory"], f32["ceiling_memory"]) == (5181, 5792)
+    # and it is the measured peak that holds 10 bytes per pair (the 2 + 4 + 4 of the prose)
+    assert values(context_len=TOP, dtype="bfloat16")["peak_bytes_eager"] >= 10 * TOP * TOP
+
+
+# "the slider's top follows when you move one of them ... If you move several, the page may
+# still offer a T above the combined ceiling; the API then answers with a 400 that names the
+# ceiling, the setting and the device."
+def test_the_sliders_top_follows_one_control_and_the_api_checks_several():
+    p, labels = w.SPEC.param("context_len"), {q.name: q.label for q in w.SPEC.params}
+    for move in ({"n_heads": 4}, {"batch": 4}, {"head_dim": 256}):
+        setting = {**w.SPEC.defaults(), **move}
+        assert p.effective(setting, labels)["max"] == values(context_len=16, **move)["ceiling"]
+    both = {**w.SPEC.defaults(), "n_heads": 4, "batch": 4}
+    offered = p.effective(both, labels)["max"]
+    true_top = values(context_len=16, n_heads=4, batch=4)["ceiling"]
+    assert offered > true_top
+    with pytest.raises(w.ParamError) as err:
+        w.compute(w.SPEC.resolve({"n_heads": 4, "batch": 4, "context_len": offered}))
+    assert f"to {true_top:,} on cpu at batch 4 × 4 heads" in str(err.value)
+
+
+# "In both panels the vertical dash-dot line is the ceiling at your setting, and its legend entry
+# says which rule set it. The lines stop there."
+@pytest.mark.parametrize("setting", [{}, {"n_heads": 8, "context_len": 16}])
+def test_the_figure_marks_this_settings_ceiling_and_stops_there(setting):
+    out = w.compute(w.SPEC.resolve(setting))
+    v, data = out["values"], out["figure"]["data"]
+    marks = [t for t in data if t.get("legendgroup") == "ceiling"]
+    assert len(marks) == 2 and {t.get("xaxis", "x") for t in marks} == {"x", "x2"}
+    assert all(t["x"] == [v["ceiling"]] * 2 for t in marks)
+    assert "(time rule)" in marks[0]["name"] and f"{v['ceiling']:,}" in marks[0]["name"]
+    for t in data:
+        if t["mode"] == "lines" and t.get("legendgroup") != "ceiling":
+            assert max(t["x"]) == v["ceiling"]
+    if setting:
+        assert v["ceiling"] == 512
+
+
+# "More heads, a bigger batch or a bigger head lower the ceiling"; "raise the heads or the batch:
+# the score matrix grows with them, and the ceiling line and the slider's top come down"; and the
+# check-yourself answer "the ceiling falls by half when you use four heads instead of one ...
+# it is the time rule that binds: 1,448 at one head becomes 724 at four".
 def test_more_heads_batch_or_head_size_lower_the_ceiling():
     base = values(context_len=16)
     for change in ({"n_heads": 4}, {"batch": 4}, {"head_dim": 256}):
@@ -188,6 +303,9 @@ def test_more_heads_batch_or_head_size_lower_the_ceiling():
             assert v["score_bytes"] == 4 * base["score_bytes"]
             assert abs(2 * v["ceiling"] - base["ceiling"]) <= 1
             assert abs(2 * v["ceiling_memory"] - base["ceiling_memory"]) <= 1
+            assert abs(2 * v["ceiling_work"] - base["ceiling_work"]) <= 1
+    assert (base["ceiling"], values(context_len=16, n_heads=4)["ceiling"]) == (1448, 724)
+    assert values(context_len=16, n_heads=4)["ceiling_rule"] == "time"
 
 
 # "an accelerator with 80 GB free would allow T = ... for one head in float32, and one with
@@ -207,14 +325,15 @@ def test_explicit_memory_climbs_faster_than_fused():
     assert e[-1] / e[0] > f[-1] / f[0] > 1
 
 
-# Check yourself: "Doubling the context ... quadruples [the score matrix]".
+# Check yourself: "Doubling the context ... quadruples [the score matrix]"; and the summary's
+# "send half the tokens, and the score work and the score memory fall to a quarter".
 @pytest.mark.parametrize("T", [16, 100, 724])
 def test_doubling_the_context_quadruples_the_scores(T):
     assert ac.score_bytes(2 * T) == 4 * ac.score_bytes(T)
     assert ac.score_flops(2 * T, 64) == 4 * ac.score_flops(T, 64)
 
 
-# Exercise 2's answer: width 2,048, MLP 8,192: 24 d^2 per token outside the scores, break-even
+# Exercise 2's answer: width 2,048, full keys and values, a plain two-matrix MLP of 8,192: 24 d^2 per token outside the scores, break-even
 # at T = 6d = 12,288.
 def test_exercise_2_mlp_and_projections_against_the_scores():
     d, d_ff, T = 2048, 8192, 4

@@ -32,6 +32,33 @@ def test_projection_flops_are_what_pytorchs_counter_counts_for_four_linears(B, h
     assert ac.projection_flops(T, d, h, B) == flops_of(lambda x: [f(x) for f in layers], x)
 
 
+@pytest.mark.parametrize("B,h,kv,T,d", [(1, 4, 1, 16, 8), (2, 8, 2, 40, 16)])
+def test_grouped_projection_flops_are_what_the_counter_counts_for_narrow_k_and_v(B, h, kv, T, d):
+    width = h * d
+    layers = [torch.nn.Linear(width, width, bias=False), torch.nn.Linear(width, kv * d, bias=False),
+              torch.nn.Linear(width, kv * d, bias=False), torch.nn.Linear(width, width, bias=False)]
+    x = torch.randn(B, T, width)
+    assert ac.projection_flops(T, d, h, B, kv) == flops_of(lambda x: [f(x) for f in layers], x)
+
+
+@pytest.mark.parametrize("h,kv,d", [(1, None, 64), (32, None, 128), (32, 8, 128), (16, 4, 64)])
+def test_the_crossover_is_where_scores_and_projections_cost_the_same(h, kv, d):
+    T = ac.crossover_context(d, h, kv)
+    assert ac.score_flops(T, d, h) == ac.projection_flops(T, d, h, 1, kv)
+    assert ac.score_flops(T - 1, d, h) < ac.projection_flops(T - 1, d, h, 1, kv)
+    assert ac.score_flops(T + 1, d, h) > ac.projection_flops(T + 1, d, h, 1, kv)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("B,h,T,d", [(1, 1, 256, 64), (2, 3, 128, 16)])
+def test_fused_bytes_are_the_tensors_the_fused_kernel_creates(B, h, T, d, dtype):
+    q, k, v = ac.random_qkv(B, h, T, d, dtype)
+    out = ac.fused(q, k, v)
+    lse = B * h * T * torch.finfo(torch.float32).bits // 8   # one float32 per query, by hand
+    assert ac.fused_bytes(T, d, h, B, dtype) == out.nbytes + lse
+    assert ac.peak_bytes(ac.fused, q, k, v) == ac.fused_bytes(T, d, h, B, dtype)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
 def test_score_bytes_are_the_size_of_the_weights_the_book_returns(dtype):
     q, k, v = ac.random_qkv(2, 3, 24, 8, dtype)

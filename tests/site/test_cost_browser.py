@@ -64,12 +64,22 @@ def test_every_control_moves_the_figure_and_the_values(page, server):
     assert page.console_errors == []
 
 
-def test_above_the_ceiling_is_refused_in_words(page, server):
+def test_the_sliders_top_follows_the_heads_and_above_the_ceiling_is_refused_in_words(page, server):
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-    set_box(page, "n_heads", 4)   # the ceiling falls to 724 while T stays at 1,024
+    box = page.locator(f'{WIDGET} input[name="context_len-value"]')
+    set_box(page, "n_heads", 4)   # the ceiling falls to 724: the slider's top and T follow
+    wait_live_and(page, """w.querySelector('.tw-value[data-name="ceiling"] dd')
+        .innerText.includes('724') && w.querySelector('.tw-plot').layout.annotations[0].text
+        === 'time at T = 724'""")
+    assert box.get_attribute("max") == "724" and box.input_value() == "724"
+    assert "set to 724" in page.locator(WIDGET).inner_text()
+    # two controls moved: the page follows the last, the API checks both and says so
+    set_box(page, "batch", 4)
     page.wait_for_function(f"""() => document.querySelector('{WIDGET}').innerText
-        .includes('at most 724 on cpu')""", timeout=40_000)
+        .includes('from 16 to 362 on cpu at batch 4 × 4 heads')""", timeout=40_000)
+    # (the browser logs the refused request itself; nothing else may go wrong)
+    assert [e for e in page.console_errors if "400" not in e] == []
 
 
 def test_with_the_api_blocked_the_baked_measurement_is_drawn(page, server):

@@ -54,6 +54,22 @@ def test_defaults_give_every_named_value_exactly_or_measured(client):
     assert v["measured_on"] == f"cpu (1 thread), float32, torch {torch.__version__}"
     assert v["measured_on"] in body["summary"] and v["measured_on"] in body["table"]["caption"]
     assert [r[0] for r in body["table"]["rows"]] == ["128", "256", "512", "1,024"]
+    # one unit for memory on the whole screen: MiB in the values panel, summary and table
+    mib = {o["name"]: o["unit"] for o in w.SPEC.to_json()["outputs"] if "peak" in o["name"]}
+    assert mib == {"peak_mib_eager": "MiB", "peak_mib_fused": "MiB"}
+    assert v["peak_mib_eager"] == v["peak_bytes_eager"] / 2 ** 20
+    assert f"{v['peak_mib_eager']:.3g} MiB" in body["summary"]
+    assert f"{v['peak_mib_fused']:.3g} MiB" in body["summary"]
+    assert body["table"]["rows"][-1][3:] == [f"{v['peak_mib_eager']:.3g}",
+                                             f"{v['peak_mib_fused']:.3g}"]
+    assert "B" not in {o.get("unit") for o in w.SPEC.to_json()["outputs"]}
+    # the spread is shown: bars from the fastest to the slowest run, and in the table
+    bars = next(t for t in body["figure"]["data"] if t["name"] == "explicit, measured")["error_y"]
+    assert [m + up for m, up in zip(v["ladder_ms_eager"], bars["array"])] == pytest.approx(
+        v["ladder_slowest_eager"])
+    assert [m - lo for m, lo in zip(v["ladder_ms_eager"], bars["arrayminus"])] == pytest.approx(
+        v["ladder_fastest_eager"])
+    assert f"({v['fastest_eager']:.3g}–{v['slowest_eager']:.3g})" in body["table"]["rows"][-1][1]
     assert {o["name"] for o in w.SPEC.to_json()["outputs"]} <= set(v)
     assert "narrow" in body["figure"]
 
@@ -85,15 +101,50 @@ def test_above_the_ceiling_is_a_400_naming_it_and_the_device(client):
     resp = post(client, context_len=w.CEILING + 1)
     assert resp.status_code == 400
     msg = resp.get_json()["error"]
-    assert msg == ("'context length T' must be from 16 to 1,448 on cpu (this device's ceiling at "
-                   "batch 1, 1 head of size 64 in float32; more heads, batch or head size lower "
-                   "it), got 1,449")
+    assert msg == ("'context length T' must be from 16 to 1,448 on cpu at batch 1 × 1 head of "
+                   "size 64 in float32 (this device's ceiling at that setting; more heads, batch "
+                   "or head size lower it), got 1,449")
     resp = post(client, context_len=1024, n_heads=4)
     assert resp.status_code == 400
     body = resp.get_json()
     assert body["param"] == "context_len"
-    assert "at most 724 on cpu" in body["error"] and "4 heads" in body["error"]
+    assert "from 16 to 724 on cpu at batch 1 × 4 heads of size 64" in body["error"]
     assert post(client, context_len=724, n_heads=4).status_code == 200
+    # two controls moved at once: the combined ceiling, named (the page's Depends follow one)
+    resp = post(client, context_len=724, n_heads=4, batch=2)
+    assert resp.status_code == 400
+    assert "from 16 to 512 on cpu at batch 2 × 4 heads of size 64" in resp.get_json()["error"]
+    # and where the combined rule allows more than one control's Depends, the rule decides:
+    # 32 heads alone allow 256 at size 64; at size 16 they allow 512
+    assert post(client, context_len=512, n_heads=32, head_dim=16).status_code == 200
+    assert post(client, context_len=513, n_heads=32, head_dim=16).status_code == 400
+
+
+def test_the_sliders_top_follows_each_other_control_in_the_spec():
+    """Spec's Depends: each of heads, batch, head size and dtype, moved alone, sets the context
+    slider's top to the ceiling there, so the page never offers a T the API refuses."""
+    p = w.SPEC.param("context_len")
+    labels = {q.name: q.label for q in w.SPEC.params}
+    defaults = w.SPEC.defaults()
+    moves = ([{"n_heads": h} for h in range(1, 33)] + [{"batch": b} for b in range(1, 17)]
+             + [{"head_dim": d} for d in range(16, 257, 16)]
+             + [{"dtype": name} for name in w.DTYPES])
+    for move in moves:
+        setting = {**defaults, **move}
+        top = p.effective(setting, labels)["max"]
+        assert top == w.slider_top(setting["n_heads"], setting["batch"], setting["head_dim"],
+                                   w.DTYPES[setting["dtype"]]), move
+        w.SPEC.resolve({**move, "context_len": top})
+        with pytest.raises(w.ParamError):
+            w.SPEC.resolve({**move, "context_len": top + 1})
+    listed = next(q for q in w.SPEC.to_json()["params"] if q["name"] == "context_len")
+    assert {dep["on"] for dep in listed["depends"]} == {"n_heads", "batch", "head_dim"}
+    assert p.effective({**defaults, "n_heads": 3}, labels)["max"] == 836
+
+
+def test_device_limits_for_health():
+    assert w.device_limits() == {"max_context_len": 1448, "memory_budget_bytes": 256 * 2 ** 20,
+                                 "work_budget": 2 ** 27}
 
 
 @pytest.mark.parametrize("params,label", [({"head_dim": 24}, "'head size d_head'"),
