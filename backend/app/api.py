@@ -52,7 +52,6 @@ def compute_widget(name: str):
     if not cached:
         # Only computations queue for a slot: a cached answer never counts against fairness.
         with guard.compute_slot(heavy=module.SPEC.cost_hint == "heavy"):
-            start = time.perf_counter()
             result = run(module, params)
         guard.cache.put(key, result)
     # elapsed_ms is what *this* request cost the server: a cached answer reports the lookup,
