@@ -75,6 +75,8 @@ class DecoderLM(nn.Module):
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
         """N(0, 0.02) for every matrix, zero biases: the GPT-2 / Llama convention."""
+        if isinstance(module, (nn.Linear, nn.Embedding)) and module.weight.is_meta:
+            return  # the meta device holds shapes only (parameter counts, cache sizes): nothing to draw
         if isinstance(module, (nn.Linear, nn.Embedding)):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
         if isinstance(module, nn.Linear) and module.bias is not None:
