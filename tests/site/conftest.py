@@ -78,8 +78,38 @@ def browser():
 
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
+        yield _TestBrowser(b)
         b.close()
+
+
+class _TestBrowser:
+    """The browser, whose contexts do not enforce the server's Content-Security-Policy by
+    default: Playwright's own probes (`wait_for_function("...")`) evaluate their strings with
+    eval inside the page, which the policy (rightly) forbids. The policy itself is tested where
+    it is enforced: tests/site/test_csp_browser.py uses `strict_page` (bypass_csp=False) and
+    runs every page and a live slider under it."""
+
+    def __init__(self, browser):
+        self._browser = browser
+
+    def new_context(self, **kwargs):
+        kwargs.setdefault("bypass_csp", True)
+        return self._browser.new_context(**kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._browser, name)
+
+
+@pytest.fixture()
+def strict_page(browser):
+    """A desktop page that enforces the Content-Security-Policy (no bypass)."""
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, bypass_csp=False)
+    pg = context.new_page()
+    pg.console_errors = []
+    pg.on("console", lambda m: m.type == "error" and pg.console_errors.append(m.text))
+    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
+    yield pg
+    context.close()
 
 
 @pytest.fixture()

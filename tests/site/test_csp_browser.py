@@ -24,34 +24,34 @@ def _pages(site):
     return ["/"] + [f"/chapters/{c}/" for c in chapters] + ["/exercises/01-variance/"]
 
 
-def test_every_page_runs_under_the_policy(server, built_site, page):
-    page.add_init_script(COLLECT)
+def test_every_page_runs_under_the_policy(server, built_site, strict_page):
+    strict_page.add_init_script(COLLECT)
     for path in _pages(built_site):
-        resp = page.goto(server + path, wait_until="load")
+        resp = strict_page.goto(server + path, wait_until="load")
         csp = resp.headers["content-security-policy"]
         assert "'unsafe-inline'" not in csp.split("script-src", 1)[1].split(";", 1)[0]
         assert ("'unsafe-eval'" in csp) == path.startswith("/exercises/"), path
-        if page.locator("[data-widget]").count():
-            page.wait_for_selector("[data-widget] .tw-plot .main-svg", timeout=30_000)
-        if page.locator(".arithmatex").count():
-            page.wait_for_selector(".katex", timeout=15_000)
-        page.wait_for_timeout(300)
-        assert page.evaluate("window.__csp") == [], path
-    assert page.console_errors == []
+        if strict_page.locator("[data-widget]").count():
+            strict_page.wait_for_selector("[data-widget] .tw-plot .main-svg", timeout=30_000)
+        if strict_page.locator(".arithmatex").count():
+            strict_page.wait_for_selector(".katex", timeout=15_000)
+        strict_page.wait_for_timeout(300)
+        assert strict_page.evaluate("window.__csp") == [], path
+    assert strict_page.console_errors == []
 
 
-def test_a_slider_reaches_the_api_under_the_policy(server, page):
-    page.add_init_script(COLLECT)
-    page.goto(server + "/chapters/scaling/")
-    widget = page.locator('[data-widget="attention_scaling"]').first
-    page.wait_for_selector('[data-widget="attention_scaling"] .tw-plot .main-svg')
+def test_a_slider_reaches_the_api_under_the_policy(server, strict_page):
+    strict_page.add_init_script(COLLECT)
+    strict_page.goto(server + "/chapters/scaling/")
+    widget = strict_page.locator('[data-widget="attention_scaling"]').first
+    strict_page.wait_for_selector('[data-widget="attention_scaling"] .tw-plot .main-svg')
     slider = widget.locator("input[type=range][name=d_k]")
     slider.evaluate("(el) => { el.value = 300; el.dispatchEvent(new Event('input', "
                     "{bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); }")
-    page.wait_for_function(
+    strict_page.wait_for_function(
         """() => document.querySelector('[data-widget="attention_scaling"]').dataset.source
                  === 'live'""", timeout=20_000)
-    assert page.evaluate("window.__csp") == []
+    assert strict_page.evaluate("window.__csp") == []
 
 
 def test_the_api_answers_carry_the_same_headers(server):
