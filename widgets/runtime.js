@@ -279,7 +279,11 @@
       box.setAttribute("aria-label", p.label + " (exact value)");
       slider.addEventListener("input", function () {
         var nv = fromSlider(p, +slider.value, widget.effective(p));
-        if (nv === widget.params[p.name] && String(nv) === box.value) return;  // same stop
+        // Same stop: nothing to send while the figure shows the live answer for it. On a baked
+        // (fallback) result a move to the same stop asks the server again (set() never sends a
+        // setting that is already in flight).
+        if (nv === widget.params[p.name] && String(nv) === box.value &&
+            widget.root.dataset.source === "live") return;
         box.value = nv;
         slider.setAttribute("aria-valuetext", valueText(p, nv));
         widget.set(p.name, nv);

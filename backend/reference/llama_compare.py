@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from ..hf_import import LOCK as HF_IMPORT_LOCK
 from .config import ModelConfig
 from .counting import count_parameters
 from .model import DecoderLM, positions_from_mask
@@ -25,7 +26,8 @@ PAD_ID = 0  # the token id put in padded slots (masked, so any id gives the same
 
 
 def hf_config(config: ModelConfig):
-    from transformers import LlamaConfig
+    with HF_IMPORT_LOCK:  # transformers resolves names lazily; not safe from two threads at once
+        from transformers import LlamaConfig
 
     hf = LlamaConfig(
         vocab_size=config.vocab_size, hidden_size=config.d_model, intermediate_size=config.d_ff,
@@ -53,7 +55,8 @@ def hf_state_dict(reference_state: dict) -> dict:
 
 def build_pair(config: ModelConfig, seed: int):
     """The book's model with seeded random weights, and a LlamaForCausalLM holding the same weights."""
-    from transformers import LlamaForCausalLM
+    with HF_IMPORT_LOCK:
+        from transformers import LlamaForCausalLM
 
     torch.manual_seed(seed)
     ours = DecoderLM(config).eval()

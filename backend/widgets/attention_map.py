@@ -22,6 +22,7 @@ import torch
 
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS
+from backend.hf_import import LOCK as HF_IMPORT_LOCK
 
 ENV_CHECKPOINT = "BOOK_HF_CHECKPOINT"  # a local folder with config.json, weights and a tokenizer
 MAX_CHARS = 500
@@ -130,8 +131,9 @@ def _hf(path: str):
 @lru_cache(maxsize=2)
 def _load_hf(path: str):
     try:
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
+        with HF_IMPORT_LOCK:  # transformers resolves names lazily; not safe from two threads
+            from transformers import AutoModel, AutoTokenizer
+            from transformers.utils import logging as hf_logging
     except ModuleNotFoundError:  # not installed; any other ImportError is a real bug
         raise ParamError("this server cannot load Hugging Face models (the package transformers "
                          "is not installed); model 'book' still works", "model") from None

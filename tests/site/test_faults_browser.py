@@ -22,8 +22,10 @@ pytestmark = pytest.mark.browser
 FALLBACK_MS = 2000
 NO_LIMIT = {"BOOK_RATE_LIMIT": "off"}
 
-# Move every widget of the page: its first enabled slider to `stop` of its range (null: again
-# to the value it has, which the page loaded as a baked point, so the server accepts it), or,
+# Move every widget of the page: its first enabled slider to `stop` of its range (or to
+# 1 - stop where it already is there, so the move changes the setting; null: again to the value
+# it has, which the page loaded as a baked point, so the server accepts it, and which the
+# runtime sends only while the figure shows a baked result), or,
 # for a widget of choices only, its first select again to the value it has. Returns the
 # widgets moved.
 MOVE = """(stop) => [...document.querySelectorAll('[data-widget]')].map(root => {
@@ -32,6 +34,10 @@ MOVE = """(stop) => [...document.querySelectorAll('[data-widget]')].map(root => 
         const lo = +s.min, hi = +s.max, step = s.step === 'any' ? 0 : +s.step;
         let v = lo + (hi - lo) * stop;
         if (step) v = lo + Math.round((v - lo) / step) * step;
+        if (stop !== null && +s.value === v) {  // already there: a move must change the stop
+            v = lo + (hi - lo) * (1 - stop);
+            if (step) v = lo + Math.round((v - lo) / step) * step;
+        }
         if (stop !== null) s.value = v;
         s.dispatchEvent(new Event('input', {bubbles: true}));
     } else {
