@@ -31,7 +31,15 @@ def built_site(tmp_path_factory) -> Path:
     """`mkdocs build --strict` into a temporary folder, once per test session.
 
     The build executes every notebook and bakes every widget, so a failure here is a real
-    failure of the book, reported with MkDocs' own output."""
+    failure of the book, reported with MkDocs' own output.
+
+    `BOOK_TEST_SITE=<dir>` runs the tests against a book already built there instead (while
+    working on one test: a full build takes minutes); `make test` never sets it."""
+    given = os.environ.get("BOOK_TEST_SITE")
+    if given:
+        if not (Path(given) / "index.html").is_file():
+            pytest.fail(f"BOOK_TEST_SITE={given} is not a built book")
+        return Path(given)
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(

@@ -177,14 +177,45 @@ def render_widget_block(match: re.Match, where: str, instances: dict | None = No
     data = json.dumps(finite(payload), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     indent = match.group("indent")
     return (f'{indent}<div class="tw-widget" data-widget="{html.escape(name)}" '
-            f'data-key="{html.escape(key)}">'
+            f'id="{widget_id(key)}" data-key="{html.escape(key)}">'
             f'<script type="application/json" class="tw-config">{data}</script>'
             f'<noscript>This interactive figure needs JavaScript.</noscript></div>')
+
+
+def widget_id(key: str) -> str:
+    """The element id of a widget instance: a link to `#widget-attention_map-2` lands on it."""
+    return "widget-" + key.replace(".", "-")
+
+
+# A chapter whose first widget starts later than this share of its text gets a link to it
+# under its title, so a skimming reader finds the figure.
+JUMP_AFTER = 0.25
+TITLE = re.compile(r"^# [^\n]*\n", re.M)
+
+
+def jump_link(markdown: str) -> str:
+    """`markdown` with "Jump to the interactive figure" under its title, when its first widget
+    sits far down."""
+    first = WIDGET_BLOCK.search(markdown)
+    opening = TITLE.search(markdown)
+    if not first or not opening or first.start() <= JUMP_AFTER * len(markdown):
+        return markdown
+    block = yaml.safe_load(first.group("body")) or {}
+    name = block.get("name")
+    if name not in REGISTRY:
+        return markdown  # render_widget_block reports it
+    key = instance_key(name, block, {}, "")
+    title = REGISTRY[name].SPEC.title
+    link = (f'\n<p class="tw-jump"><a href="#{widget_id(key)}">Jump to the interactive figure: '
+            f'{html.escape(title)}</a></p>\n')
+    return markdown[:opening.end()] + link + markdown[opening.end():]
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
     where = page.file.src_uri
     seen: dict = {}
+    if where.startswith("chapters/"):
+        markdown = jump_link(markdown)
     markdown = WIDGET_BLOCK.sub(lambda m: render_widget_block(m, where, seen), markdown)
     return VALUE_CALL.sub(lambda m: render_value_call(m, where), markdown)
 

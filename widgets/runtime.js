@@ -27,16 +27,47 @@
   var NARROW_PX = 560;
   var REQUEST_TIMEOUT_MS = 15000;
   var BUSY_AFTER_MS = 250;  // only an answer slower than this dims the figure (no flicker in drags)
+  var ANNOUNCE_AFTER_MS = 700;  // a screen reader hears the result once the reader pauses
+  var TOUCH_SLOP_PX = 8;        // a finger moving less than this is a tap
   // No `responsive`: plotly.js would then measure the div on every draw (a forced layout of the
   // whole page); each widget watches its own width (ResizeObserver) and passes it in.
-  var PLOT_CONFIG = { displaylogo: false,
-                      modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"] };
+  // The toolbar keeps Download and Reset axes only: no zoom-and-pan buttons on bars, and none
+  // of plotly's "Share chart" (an upload to Plotly Cloud; the book's own link is a button).
+  var PLOT_CONFIG = { displaylogo: false, modeBarButtons: [["toImage", "resetScale2d"]] };
+  // On a touch screen a swipe over a figure scrolls the page: no drag-zoom, no pinch or scroll
+  // zoom, no double-tap reset. A tap still reads a value (hover labels).
+  var COARSE = !!(window.matchMedia && window.matchMedia("(pointer: coarse)").matches);
+  var TOUCH_CONFIG = Object.assign({}, PLOT_CONFIG, { scrollZoom: false, doubleClick: false,
+                                                      showAxisDragHandles: false });
   // plotly.js sits beside this script in the built site: assets/vendor/plotly.min.js
   var SELF = document.currentScript && document.currentScript.src;
   var PLOTLY_SRC = SELF ? SELF.replace(/book\/runtime\.js(\?.*)?$/, "vendor/plotly.min.js")
                         : "/assets/vendor/plotly.min.js";
 
   // ---------------------------------------------------------------- formatting
+
+  /* Python rounds an exact tie (1234.5 to 0 places, 0.125 to 2) to the even digit; JavaScript's
+   * toFixed and toExponential round it up. `tie(a, d)`: is a >= 0 exactly halfway at d places
+   * after the point (d < 0: before it)? toFixed gives a double's exact decimal digits. */
+  function tie(a, d) {
+    if (!(a < 1e21)) return false;
+    var s = a.toFixed(Math.min(100, Math.max(0, d) + 25)), point = s.indexOf(".");
+    return /^50*$/.test(s.replace(".", "").slice(point + d));
+  }
+
+  function fixed(x, f) {
+    var a = Math.abs(x);
+    if (!tie(a, f)) return x.toFixed(f);
+    var cut = a.toFixed(f + 1).slice(0, -1).replace(/\.$/, "");
+    return (x < 0 ? "-" : "") + (+cut.slice(-1) % 2 ? a.toFixed(f) : cut);
+  }
+
+  function expo(x, k) {  // k digits after the mantissa's point
+    var a = Math.abs(x), e = a === 0 ? 0 : +a.toExponential(20).split("e")[1];
+    if (!tie(a, k - e)) return x.toExponential(k);
+    var longer = a.toExponential(k + 1).split("e"), cut = longer[0].slice(0, -1).replace(/\.$/, "");
+    return (x < 0 ? "-" : "") + (+cut.slice(-1) % 2 ? a.toExponential(k) : cut + "e" + longer[1]);
+  }
 
   /* A subset of Python's format spec, enough for the specs' `fmt` fields. */
   function formatValue(value, fmt) {
@@ -46,17 +77,22 @@
     if (!m) return String(value);
     var comma = !!m[1], prec = m[2] === undefined ? null : +m[2], kind = m[3] || "g";
     var text;
-    if (kind === "f") text = value.toFixed(prec === null ? 6 : prec);
-    else if (kind === "%") text = (value * 100).toFixed(prec === null ? 6 : prec) + "%";
+    if (kind === "f") text = fixed(value, prec === null ? 6 : prec);
+    else if (kind === "%") text = fixed(value * 100, prec === null ? 6 : prec) + "%";
     // Python writes at least two exponent digits (2.1e-07); JavaScript one (2.1e-7).
-    else if (kind === "e") text = value.toExponential(prec === null ? 6 : prec)
+    else if (kind === "e") text = expo(value, prec === null ? 6 : prec)
       .replace(/e([+-])(\d)$/, "e$10$2");
     else if (kind === "d") text = Math.round(value).toString();
     else {
+      // Python's g: the exponent after rounding to p digits picks the form; zeros trimmed.
       var p = prec === null ? 6 : Math.max(1, prec);
-      text = Number(value.toPrecision(p)).toString();
-      if (Math.abs(value) >= Math.pow(10, p) || (value !== 0 && Math.abs(value) < 1e-4)) {
-        text = value.toExponential(p - 1).replace(/\.?0+e/, "e");
+      var exp = value === 0 ? 0 : +expo(value, p - 1).split("e")[1];
+      if (exp < -4 || exp >= p) {
+        text = expo(value, p - 1).replace(/\.?0+e/, "e")
+          .replace(/e([+-])(\d)$/, "e$10$2");
+      } else {
+        text = fixed(value, Math.max(0, p - 1 - exp));
+        if (text.indexOf(".") >= 0) text = text.replace(/\.?0+$/, "");
       }
     }
     if (comma) {
@@ -141,6 +177,29 @@
     return c;
   }
 
+  function rgba(c) {
+    var m = /^rgba?\(([^)]*)\)$/.exec(String(c).replace(/\s+/g, ""));
+    if (m) {
+      var v = m[1].split(",").map(Number);
+      return v.length >= 3 ? [v[0], v[1], v[2], v.length > 3 ? v[3] : 1] : null;
+    }
+    m = /^#([0-9a-f]{6})$/i.exec(String(c));
+    return m ? [0, 2, 4].map(function (i) { return parseInt(m[1].substr(i, 2), 16); }).concat([1])
+             : null;
+  }
+
+  /* A colour scale's translucent stops, composited over the page background `bg`. */
+  function overBg(scale, bg) {
+    var under = rgba(bg);
+    if (!under) return scale;
+    return scale.map(function (stop) {
+      var c = rgba(stop[1]);
+      if (!c || c[3] >= 1) return stop;
+      var mix = [0, 1, 2].map(function (i) { return Math.round(c[i] * c[3] + under[i] * (1 - c[3])); });
+      return [stop[0], "rgb(" + mix.join(",") + ")"];
+    });
+  }
+
   function fillIn(obj, defaults) {  // defaults where the figure says nothing
     var out = Object.assign({}, obj);
     Object.keys(defaults).forEach(function (k) {
@@ -175,6 +234,14 @@
     }
     var weight = themeData().weight_scale, scales = themeData().weight_scales || {};
     var bg = pageBg();
+    // A colour scale that fades to transparent is laid over the page's background here, so
+    // plotly's automatic cell labels contrast with the colour the reader sees (it would take
+    // white as the background and write dark grey on a dark cell).
+    Object.keys(lay).forEach(function (k) {
+      if (/^coloraxis\d*$/.test(k) && Array.isArray(lay[k].colorscale)) {
+        lay[k] = Object.assign({}, lay[k], { colorscale: overBg(lay[k].colorscale, bg) });
+      }
+    });
     var out = (data || []).map(function (tr) {
       var copy = Object.assign({}, tr);
       if (copy.colorbar || /heatmap|contour/.test(copy.type || "")) {
@@ -186,6 +253,7 @@
         });
         copy.reversescale = false;
       }
+      if (Array.isArray(copy.colorscale)) copy.colorscale = overBg(copy.colorscale, bg);
       return copy;
     });
     return { data: out, layout: lay };
@@ -343,6 +411,64 @@
     return c;
   }
 
+  /* A figure that holds still under a finger: no drag-zoom or pan, fixed axes. */
+  function still(layout) {
+    layout.dragmode = false;
+    Object.keys(layout).forEach(function (k) {
+      if (/^[xy]axis\d*$/.test(k)) layout[k] = Object.assign({}, layout[k], { fixedrange: true });
+    });
+  }
+
+  /* Touch screens: a swipe that starts on a slider scrolls the page and leaves the slider as it
+   * was. Chromium moves the thumb to the finger at touchstart; that value is held until the
+   * gesture shows what it is: sideways (a drag: it counts, and the drag follows), a tap (it
+   * counts), or up and down (a scroll: the slider goes back). */
+  function guardTouch(widget, form) {
+    var g = null;
+    function param(slider) {
+      return widget.spec.params.filter(function (p) { return p.name === slider.name; })[0];
+    }
+    function putBack(slider) {
+      var p = param(slider);
+      if (p) widget.syncControl(p);
+    }
+    form.addEventListener("touchstart", function (ev) {
+      var s = ev.target;
+      g = null;
+      if (!(s instanceof HTMLInputElement) || s.type !== "range" || ev.touches.length !== 1) return;
+      g = { slider: s, x: ev.touches[0].clientX, y: ev.touches[0].clientY, kind: "", held: false };
+    }, { capture: true, passive: true });
+    form.addEventListener("touchmove", function (ev) {
+      if (!g || g.kind) return;
+      var dx = Math.abs(ev.touches[0].clientX - g.x), dy = Math.abs(ev.touches[0].clientY - g.y);
+      if (dx < TOUCH_SLOP_PX && dy < TOUCH_SLOP_PX) return;
+      g.kind = dx > dy ? "drag" : "scroll";
+      if (g.kind === "scroll") {
+        putBack(g.slider);
+      } else if (g.held) {
+        g.held = false;
+        g.slider.dispatchEvent(new Event("input", { bubbles: true }));
+      }
+    }, { capture: true, passive: true });
+    form.addEventListener("input", function (ev) {
+      if (!g || ev.target !== g.slider || g.kind === "drag") return;
+      ev.stopImmediatePropagation();  // the slider's own listener waits for the gesture
+      if (g.kind === "scroll") putBack(g.slider);
+      else g.held = true;
+    }, true);
+    form.addEventListener("touchend", function () {
+      if (!g) return;
+      var s = g.slider, kind = g.kind, held = g.held;
+      g = null;
+      if (kind === "scroll") putBack(s);
+      else if (held) s.dispatchEvent(new Event("input", { bubbles: true }));  // a tap
+    }, true);
+    form.addEventListener("touchcancel", function () {
+      if (g) putBack(g.slider);
+      g = null;
+    }, true);
+  }
+
   // -------------------------------------------------------------------- widget
 
   var uidCounter = 0;
@@ -440,14 +566,29 @@
     this.valuesBox = el("dl", { "class": "tw-values" });
     this.table = el("details", { "class": "tw-table" });
     this.table.hidden = true;
-    this.status = el("p", { "class": "tw-status", "aria-live": "polite" });
+    // The status (where the answer came from, timings) is not announced; the result's summary
+    // is, a moment after the reader stops moving (this.announce).
+    this.status = el("p", { "class": "tw-status" });
+    this.announcer = el("p", { "class": "tw-sr", "aria-live": "polite" });
     this.error = el("p", { "class": "tw-error", role: "alert" });
     this.error.hidden = true;
     this.notice = el("p", { "class": "tw-notice", role: "status" });
     this.notice.hidden = true;
-    var title = el("p", { "class": "tw-title", id: titleId }, this.spec.title);
-    [title, form, this.error, this.notice, this.plot, this.summary, this.valuesBox, this.table,
-     this.status].forEach(function (n) { self.root.appendChild(n); });
+    var head = el("div", { "class": "tw-head" });
+    head.appendChild(el("p", { "class": "tw-title", id: titleId }, this.spec.title));
+    var actions = el("div", { "class": "tw-actions" });
+    this.copyButton = el("button", { type: "button", "class": "tw-action tw-copy" },
+                         "Copy link to this setting");
+    this.resetButton = el("button", { type: "button", "class": "tw-action tw-reset" }, "Reset");
+    this.copyButton.addEventListener("click", function () { self.copyLink(); });
+    this.resetButton.addEventListener("click", function () { self.reset(); });
+    actions.appendChild(this.copyButton);
+    actions.appendChild(this.resetButton);
+    head.appendChild(actions);
+    [head, form, this.error, this.notice, this.plot, this.summary, this.valuesBox, this.table,
+     this.status, this.announcer].forEach(function (n) { self.root.appendChild(n); });
+    if (COARSE) guardTouch(this, form);
+    this.sizeBoxes();
     this.spec.params.forEach(function (p) { if (p.type === "text") self.updateCount(p); });
   };
 
@@ -594,7 +735,12 @@
     var timing = { inputAt: this.changedAt || started, sentAt: started };
     var timeout = setTimeout(function () { controller.abort("timeout"); }, REQUEST_TIMEOUT_MS);
     clearTimeout(this.busyTimer);
-    this.busyTimer = setTimeout(function () { self.root.classList.add("tw-busy"); }, BUSY_AFTER_MS);
+    var computing = "Computing " + this.describe(this.params) + "\u2026";
+    this.busyTimer = setTimeout(function () {
+      self.root.classList.add("tw-busy");
+      self.plot.setAttribute("aria-busy", "true");
+      self.status.textContent = computing;
+    }, BUSY_AFTER_MS);
     var sent = Object.assign({}, this.params);
     this.inflightBody = JSON.stringify(sent);
     fetch(this.api + "/widgets/" + encodeURIComponent(this.spec.name), {
@@ -645,6 +791,7 @@
     clearTimeout(timeout);
     clearTimeout(this.busyTimer);
     this.root.classList.remove("tw-busy");
+    this.plot.removeAttribute("aria-busy");
     this.inflight = null;
     this.flush();
   };
@@ -736,6 +883,84 @@
     this.notice.hidden = !text;
   };
 
+  /* Number boxes wide enough for the longest value of their range (128256, 1048576): a
+   * character per digit, separator or decimal, plus the padding. */
+  Widget.prototype.sizeBoxes = function () {
+    var self = this;
+    this.spec.params.forEach(function (p) {
+      var c = self.controls[p.name];
+      if (!c || !c.box) return;
+      var longest = Math.max.apply(null, [p.min, p.max, p.default].map(function (v) {
+        return String(v).length;
+      }).concat(p.step && p.step % 1 ? [String(p.max).split(".")[0].length + 1 +
+                                        String(p.step).split(".")[1].length] : []));
+      c.box.style.width = Math.max(4, Math.min(12, longest + 1)) + "ch";
+    });
+  };
+
+  /* What a screen reader hears: the result's summary, once the reader has stopped moving. */
+  Widget.prototype.announce = function (text) {
+    var self = this;
+    clearTimeout(this.announceTimer);
+    this.announceTimer = setTimeout(function () { self.announcer.textContent = text; },
+                                    ANNOUNCE_AFTER_MS);
+  };
+
+  /* This widget's setting as a link that opens the page on this widget (its URL keys only). */
+  Widget.prototype.link = function () {
+    var self = this, mine = new URLSearchParams();
+    new URLSearchParams(window.location.search).forEach(function (v, k) {
+      if (k.indexOf(self.key + ".") === 0) mine.append(k, v);
+    });
+    var qs = mine.toString();
+    return window.location.origin + window.location.pathname + (qs ? "?" + qs : "") +
+      (this.root.id ? "#" + this.root.id : "");
+  };
+
+  Widget.prototype.copyLink = function () {
+    var self = this, url = this.link(), button = this.copyButton;
+    function said(text) {
+      button.textContent = text;
+      self.announcer.textContent = text;
+      clearTimeout(self.copiedTimer);
+      self.copiedTimer = setTimeout(function () {
+        button.textContent = "Copy link to this setting";
+      }, 2500);
+    }
+    function manual() {  // no clipboard (a page served over plain http): show it to copy
+      self.setNotice("Copy this link: " + url);
+      said("Link shown below");
+    }
+    if (navigator.clipboard && navigator.clipboard.writeText && window.isSecureContext) {
+      navigator.clipboard.writeText(url).then(function () { said("Link copied"); }, manual);
+    } else {
+      manual();
+    }
+  };
+
+  /* Back to the setting the book opens with: its built result at once, nothing sent, and this
+   * widget's keys gone from the page's URL. An answer still in flight is dropped. */
+  Widget.prototype.reset = function () {
+    var start = this.baked[0];
+    clearTimeout(this.timer);
+    this.timer = null;
+    this.dirty = false;
+    this.seq++;
+    var inflight = this.inflight;
+    this.inflight = null;
+    if (inflight) inflight.abort("reset");
+    clearTimeout(this.busyTimer);
+    this.root.classList.remove("tw-busy");
+    this.plot.removeAttribute("aria-busy");
+    this.params = Object.assign({}, start.params);
+    this.applyDepends();
+    this.stickyNotice = "";
+    this.movedNotice = "";
+    this.writeUrl(this.params);
+    this.show(start, { precomputed: "built" });
+    this.announcer.textContent = "Reset to the book's setting: " + this.describe(this.params) + ".";
+  };
+
   /* The plot's width, kept by a ResizeObserver: reading clientWidth at every draw would force
    * a layout of the whole page. A change of width redraws the figure to fit. */
   Widget.prototype.watchWidth = function () {
@@ -771,11 +996,12 @@
       if (self.plotWidth) layout.width = self.plotWidth;
       if (!layout.height) layout.height = 450;
       var t = themed(fig.data, layout);
+      if (COARSE) still(t.layout);
       if (self.plot.textContent && !self.plot.classList.contains("js-plotly-plot")) {
         self.plot.textContent = "";
       }
       var t1 = performance.now();
-      var done = Plotly.react(self.plot, t.data, t.layout, PLOT_CONFIG);
+      var done = Plotly.react(self.plot, t.data, t.layout, COARSE ? TOUCH_CONFIG : PLOT_CONFIG);
       var t2 = performance.now();
       self.mark(result, { theme: t1 - t0, react: t2 - t1, drawnAt: t2 });
       return done.then(function () {
@@ -837,6 +1063,7 @@
     // The plot's text alternative: the result's own summary, else the values in words.
     this.summary.textContent = result.summary ||
       (this.spec.title + " for " + this.describe(result.params) + ". " + said.join("; ") + ".");
+    if (!how.precomputed || how.precomputed === "offline") this.announce(this.summary.textContent);
     this.renderTable(result.table);
     this.setNotice([result.notice, this.stickyNotice, this.movedNotice].filter(Boolean).join(" "));
     this.spec.params.forEach(function (p) { if (p.type === "text") self.updateCount(p); });
@@ -1010,10 +1237,89 @@
     });
   }
 
+  /* Links within the page (the table of contents, a heading's permalink, a footnote, "jump to
+   * the figure") are followed here, not by Material's instant navigation: the first time it
+   * navigates it fetches the page again and swaps the content in, which replaced every mounted
+   * widget, and the reader's settings with it, by a fresh copy. Going back and forth between
+   * anchors of the page (popstate) is kept from it for the same reason, by a listener that must
+   * come before Material's (widgets/theme/main.html); onPage tells it which page is shown. */
+  var shownPath = null;
+
+  function toHash(hash) {
+    var id = decodeURIComponent((hash || "").slice(1)), target = id && document.getElementById(id);
+    if (target) target.scrollIntoView({ block: "start" });
+    return target;
+  }
+
+  function closeDrawers() {  // Material's phone navigation and table-of-contents drawers
+    ["__drawer", "__toc"].forEach(function (id) {
+      var toggle = document.getElementById(id);
+      if (toggle && toggle.checked) {
+        toggle.checked = false;
+        toggle.dispatchEvent(new Event("change"));
+      }
+    });
+  }
+
+  var linksKept = false;
+  function keepSamePageLinks() {
+    if (linksKept) return;
+    linksKept = true;
+    document.addEventListener("click", function (ev) {
+      if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey ||
+          ev.altKey || !(ev.target instanceof Element)) return;
+      var a = ev.target.closest("a[href]");
+      if (!a || a.target || a.hasAttribute("download")) return;
+      var url = new URL(a.getAttribute("href"), window.location.href);
+      if (!url.hash || url.origin !== window.location.origin ||
+          url.pathname !== window.location.pathname) return;
+      ev.preventDefault();
+      ev.stopPropagation();   // Material's listener (on the body) never sees it
+      closeDrawers();
+      // A native fragment navigation (scroll, :target, where Tab goes next); the page's query,
+      // the widgets' settings, stays. Its popstate stops at the guard in main.html.
+      if (url.hash !== window.location.hash) window.location.hash = url.hash;
+      else toHash(url.hash);
+    }, true);
+  }
+
+  /* A link to a widget (#widget-key, or a link carrying only a widget's settings) opens the
+   * page on that widget, also after the figures above it have grown to their height. */
+  function landOnWidget() {
+    var target = null, hash = window.location.hash;
+    if (hash) {
+      target = document.getElementById(decodeURIComponent(hash.slice(1)));
+      if (!target || !target.matches("[data-widget]")) return;
+    } else {
+      if (window.scrollY > 0) return;
+      var keys = Array.from(new URLSearchParams(window.location.search).keys());
+      document.querySelectorAll("[data-widget]").forEach(function (root) {
+        if (!target && root.widget && keys.some(function (k) {
+          return k.indexOf(root.widget.key + ".") === 0;
+        })) target = root;
+      });
+    }
+    if (!target) return;
+    target.scrollIntoView({ block: "start" });
+    var landed = window.scrollY;
+    whenPlotly().then(function () {
+      requestAnimationFrame(function () {
+        setTimeout(function () {  // the figures above are drawn: land again, unless the reader moved
+          if (Math.abs(window.scrollY - landed) < 2) target.scrollIntoView({ block: "start" });
+        }, 0);
+      });
+    }).catch(function () {});
+  }
+
   function onPage() {
+    var fresh = shownPath !== window.location.pathname;
+    shownPath = window.location.pathname;
+    if (window.twShownPath) window.twShownPath(shownPath);
+    keepSamePageLinks();
     inlineThemedSvgs();
     renderMath();
     mountAll();
+    if (fresh) landOnWidget();
     drawNotebookFigures();
     keepPlotlyStyles();
     watchScheme();
