@@ -188,10 +188,12 @@ def _figure(v: dict, name: str, who: str) -> dict:
     narrow = {
         "height": 640,
         "coloraxis": {"colorbar": {"x": 0.9, "y": 0.79, "len": 0.4, "yanchor": "middle"}},
-        "coloraxis2": {"colorbar": {"x": 0.9, "y": 0.21, "len": 0.4, "yanchor": "middle"}},
-        "xaxis": {"domain": [0, 0.85]}, "yaxis": {"domain": [0.58, 1]},
-        "xaxis2": {"domain": [0, 0.85]}, "yaxis2": {"domain": [0, 0.42]},
+        # The gap between the panels holds the first one's "head" title, then the second
+        # panel's own title above its cells.
+        "coloraxis2": {"colorbar": {"x": 0.9, "y": 0.18, "len": 0.36, "yanchor": "middle"}},
+        "xaxis": {"domain": [0, 0.85]}, "yaxis": {"domain": [0.6, 1]},
+        "xaxis2": {"domain": [0, 0.85]}, "yaxis2": {"domain": [0, 0.36]},
         "annotations": [{**layout["annotations"][0], "x": 0.42, "y": 1.07},
-                        {**layout["annotations"][1], "x": 0.42, "y": 0.48}],
+                        {**layout["annotations"][1], "x": 0.42, "y": 0.43}],
     }
     return {"data": data, "layout": layout, "narrow": narrow}

@@ -211,7 +211,10 @@ def figure(v: dict) -> dict:
                                          "title": {"text": "key", "standoff": 4}}
         layout_axes[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "autorange": "reversed",
                                          "automargin": True, "domain": [0, 1],
-                                         "title": {"text": "query", "standoff": 2}}
+                                         # one "query" title, left of the first panel: a
+                                         # second one would sit on the panel before it
+                                         "title": {"text": "query" if i == 0 else "",
+                                                   "standoff": 2}}
         shape = v[f"{panel}_shape"]
         annotations.append({"text": f"{title}<br>{shape}", "showarrow": False, "x": x0 + width / 2,
                             "y": 1.02, "xref": "paper", "yref": "paper", "xanchor": "center",

@@ -170,3 +170,35 @@ def test_every_baked_config_is_strict_json(built_site):
             json.loads(raw, parse_constant=refuse)
             configs += 1
     assert configs >= 10
+
+
+def test_no_page_shows_a_warning_from_the_build(built_site):
+    """An executed notebook's stderr (a library's warning with the build host's paths) never
+    reaches a reader (UX review W9: tqdm's IProgress warning on the Llama exercise)."""
+    leaks = [p.relative_to(built_site).as_posix() for p in built_site.rglob("*.html")
+             if re.search(r"Warning: |site-packages/", p.read_text(encoding="utf-8"))]
+    assert leaks == []
+
+
+def test_chapters_with_a_far_widget_link_to_it_under_the_title(built_site):
+    """The "jump to the interactive figure" link (issue 17 item 10) points at a widget that is on
+    the page, and only chapters whose first widget sits past the first quarter have one."""
+    import yaml
+
+    from widgets.hook import JUMP_AFTER, WIDGET_BLOCK
+
+    docs = ROOT / "docs" / "chapters"
+    linked = 0
+    for md in sorted(docs.glob("*.md")):
+        text = md.read_text(encoding="utf-8")
+        first = WIDGET_BLOCK.search(text)
+        page = (built_site / "chapters" / md.stem / "index.html").read_text(encoding="utf-8")
+        jump = re.search(r'<p class="tw-jump"><a href="#([^"]+)"', page)
+        far = bool(first) and first.start() > JUMP_AFTER * len(text)
+        assert bool(jump) == far, md.name
+        if jump:
+            linked += 1
+            assert f'id="{jump.group(1)}"' in page and "data-widget=" in page
+            name = yaml.safe_load(first.group("body"))["name"]
+            assert f'data-widget="{name}" id="{jump.group(1)}"' in page
+    assert linked >= 1

@@ -162,7 +162,7 @@ def test_a_swipe_that_starts_on_a_slider_scrolls_and_leaves_it_alone(phone, serv
 
 # ------------------------------------------------------------------ 3. room for every slider
 
-WIDTHS = (320, 390, 560, 700, 1024, 1100, 1150, 1180, 1200, 1220, 1280, 1366, 1440, 1920)
+WIDTHS = (320, 390, 560, 700, 1024, 1150, 1180, 1200, 1220, 1280, 1440, 1920)
 SLIDERS = """() => [...document.querySelectorAll('[data-widget] input[type=range]')].map(s =>
   [s.closest('[data-widget]').dataset.widget + '.' + s.name, s.getBoundingClientRect().width])"""
 BOXES = """() => [...document.querySelectorAll('[data-widget] input[type=number]')].map(b => {
