@@ -356,13 +356,20 @@
   function liveSpecs(api) {
     var now = Date.now(), held = liveSpecCache[api];
     if (held && now - held.at < SPEC_REUSE_MS) return held.promise;
-    var controller = window.AbortController ? new AbortController() : null;
-    var timer = setTimeout(function () { if (controller) controller.abort(); }, SPEC_TIMEOUT_MS);
+    var controller = window.AbortController ? new AbortController() : null, answered = false;
+    // The wait is for the server: once its headers are in, the body (about 14 kB) is read to the
+    // end, however long a busy page takes to get to it.
+    var timer = setTimeout(function () {
+      if (controller && !answered) controller.abort();
+    }, SPEC_TIMEOUT_MS);
     var entry = { at: now };
     entry.promise = Promise.resolve().then(function () {
       return fetch(api + "/widgets", { headers: { "Accept": "application/json" },
                                        signal: controller ? controller.signal : undefined });
-    }).then(function (resp) { return resp.ok ? resp.json() : null; })
+    }).then(function (resp) {
+      answered = true;
+      return resp.ok ? resp.json() : null;
+    })
       .then(function (body) {
         if (!body || !Array.isArray(body.widgets)) return null;
         var byName = {};
