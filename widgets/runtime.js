@@ -469,6 +469,72 @@
     }, true);
   }
 
+  // ------------------------------------------------------- the server's own spec
+
+  /* The server's specs, asked once per page for all its widgets (`GET /api/widgets`) and shared
+   * by them, reused across instant navigation for a few minutes (the server allows a browser as
+   * long). Its device and configuration set some ranges and choices (a context ceiling, a
+   * `local` checkpoint) that a page built elsewhere cannot know. Resolves with {name: spec}, or
+   * with null when the API does not answer in SPEC_TIMEOUT_MS or answers with an error: then
+   * the baked spec stands, silently (offline, a static host). Never rejects. */
+  var SPEC_TIMEOUT_MS = 3000, SPEC_REUSE_MS = 300000;
+  var liveSpecCache = {};
+  function liveSpecs(api) {
+    var now = Date.now(), held = liveSpecCache[api];
+    if (held && now - held.at < SPEC_REUSE_MS) return held.promise;
+    var controller = window.AbortController ? new AbortController() : null, answered = false;
+    // The wait is for the server: once its headers are in, the body (about 14 kB) is read to the
+    // end, however long a busy page takes to get to it.
+    var timer = setTimeout(function () {
+      if (controller && !answered) controller.abort();
+    }, SPEC_TIMEOUT_MS);
+    var entry = { at: now };
+    entry.promise = Promise.resolve().then(function () {
+      return fetch(api + "/widgets", { headers: { "Accept": "application/json" },
+                                       signal: controller ? controller.signal : undefined });
+    }).then(function (resp) {
+      answered = true;
+      return resp.ok ? resp.json() : null;
+    })
+      .then(function (body) {
+        if (!body || !Array.isArray(body.widgets)) return null;
+        var byName = {};
+        body.widgets.forEach(function (w) { if (w && w.name) byName[w.name] = w; });
+        return byName;
+      })
+      .catch(function () { return null; })
+      .then(function (specs) {
+        clearTimeout(timer);
+        if (!specs && liveSpecCache[api] === entry) delete liveSpecCache[api];  // next page asks again
+        return specs;
+      });
+    liveSpecCache[api] = entry;
+    return entry.promise;
+  }
+
+  /* JSON with sorted keys: two specs are the same whatever order their fields came in. */
+  function canonical(x) {
+    if (Array.isArray(x)) return "[" + x.map(canonical).join(",") + "]";
+    if (x && typeof x === "object") {
+      return "{" + Object.keys(x).sort().map(function (k) {
+        return JSON.stringify(k) + ":" + canonical(x[k]);
+      }).join(",") + "}";
+    }
+    return JSON.stringify(x);
+  }
+
+  /* The value nearest `v` that param `p` allows on its own, `fallback` when there is no nearest
+   * (a choice the server does not offer). */
+  function nearestLegal(p, v, fallback) {
+    if (isNum(p)) {
+      if (typeof v !== "number" || !isFinite(v)) return fallback;
+      var nv = Math.min(p.max, Math.max(p.min, v));
+      if (p.type === "int" && p.step > 1) nv = p.min + Math.floor((nv - p.min) / p.step) * p.step;
+      return nv;
+    }
+    return check(p, v, {}, {}) ? fallback : v;
+  }
+
   // -------------------------------------------------------------------- widget
 
   var uidCounter = 0;
@@ -497,7 +563,7 @@
     this.watchWidth();
     this.applyDepends();
     this.show(this.baked[0], { precomputed: "built" });
-    if (fromUrl) this.request();  // a shared link: compute the setting it names
+    this.linked = fromUrl;  // a shared link: computed once the server's spec is in (adoptSpec)
   }
 
   Widget.prototype.effective = function (p) { return effective(p, this.params, this.labels); };
@@ -536,6 +602,78 @@
     }
     return found;
   };
+
+  /* The server's spec for this widget (see liveSpecs) in place of the baked one, or null when
+   * the server did not answer. Adopted: every field of every param but its default (the page's
+   * start and baked results stay as built); only a control whose range, choices or rules
+   * changed is built anew, in its place. The reader's values stay where the server allows them;
+   * one it does not moves to the nearest allowed value, a notice says so, and that setting is
+   * computed live (otherwise the baked figure stays until the reader moves). A shared link is
+   * computed now, once its values have been read against the spec that decides them: a value
+   * the baked spec refused is read again against the server's. */
+  Widget.prototype.adoptSpec = function (live) {
+    var moved = live ? adoptParams(this, live) : null, relinked = false;
+    if (moved && this.stickyNotice) {  // the link's setting the baked spec refused, and the
+      this.stickyNotice = "";          // reader has not acted since
+      relinked = this.readUrl();
+    }
+    if (moved) {
+      this.sizeBoxes();  // rebuilt controls: boxes as wide as their new ranges need
+      moved = moved.concat(this.applyDepends());
+      if (moved.length) this.movedNotice = "This server's limits: " + moved.join("; ") + ".";
+      this.setNotice([this.shown && this.shown.notice, this.stickyNotice, this.movedNotice]
+                     .filter(Boolean).join(" "));
+    }
+    var linked = this.linked;
+    this.linked = false;
+    var pending = this.inflight ? JSON.parse(this.inflightBody) : (this.shown || {}).params;
+    if (((moved && moved.length) || relinked || linked) &&
+        canonical(this.params) !== canonical(pending || {})) {
+      this.dirty = true;
+      this.changedAt = performance.now();
+      this.flush();
+    }
+    return !!moved;
+  };
+
+  /* adoptSpec's first half: null when the server's spec is of another shape (a server running
+   * another version of the book: the baked spec stands) or the same as the baked one; else the
+   * values moved into the server's own ranges, in words. */
+  function adoptParams(widget, live) {
+    var mine = {}, fallback = {}, changed = [], params = [];
+    if (live.name !== widget.spec.name || !Array.isArray(live.params) ||
+        live.params.length !== widget.spec.params.length) return null;
+    live.params.forEach(function (q) { if (q) mine[q.name] = q; });
+    for (var i = 0; i < widget.spec.params.length; i++) {
+      var p = widget.spec.params[i], q = mine[p.name];
+      if (!q || q.type !== p.type) return null;
+      var np = Object.assign({}, q, { "default": p["default"] });
+      fallback[p.name] = q["default"];  // allowed by the server's spec, by construction
+      if (canonical(np) === canonical(p)) { params.push(p); continue; }  // its control stays
+      params.push(np);
+      changed.push(np);
+    }
+    if (!changed.length) return null;
+    widget.spec = Object.assign({}, widget.spec, { params: params });
+    params.forEach(function (p) { widget.labels[p.name] = p.label; });
+    var moved = [];
+    changed.forEach(function (p) {
+      var v = widget.params[p.name], nv = nearestLegal(p, v, fallback[p.name]);
+      if (nv !== v) {
+        widget.params[p.name] = nv;
+        moved.push("'" + p.label + "' set to " + plain(nv) + " (" +
+                   (isNum(p) ? "from " + p.min + " to " + p.max : "not " + plain(v)) + ")");
+      }
+      var old = widget.controls[p.name], active = document.activeElement;
+      var focused = old.row.contains(active) ? active.getAttribute("name") : null;
+      var c = buildControl(widget, p);
+      old.row.parentNode.replaceChild(c.row, old.row);
+      widget.controls[p.name] = c;
+      var again = focused && c.row.querySelector('[name="' + focused + '"]');
+      if (again) again.focus();
+    });
+    return moved;
+  }
 
   Widget.prototype.writeUrl = function (params) {
     var self = this, query = new URLSearchParams(window.location.search);
@@ -1129,9 +1267,22 @@
       root.dataset.mounted = "1";
       try {
         root.widget = new Widget(root);
+        followServer(root.widget);
       } catch (err) {
         root.appendChild(el("p", { "class": "tw-error" }, "This widget failed to start: " + err));
         // Report it, but let the page's other widgets start.
+        setTimeout(function () { throw err; });
+      }
+    });
+  }
+
+  /* When the server's spec arrives, the widget adopts it (unless it has left the page). */
+  function followServer(widget) {
+    liveSpecs(widget.api).then(function (specs) {
+      if (!document.body.contains(widget.root)) return;
+      try {
+        widget.adoptSpec((specs && specs[widget.spec.name]) || null);
+      } catch (err) {
         setTimeout(function () { throw err; });
       }
     });

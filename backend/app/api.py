@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import time
 
 import torch
-from flask import Blueprint, abort, jsonify, request
+from flask import Blueprint, abort, current_app, jsonify, request
 
 from backend import device
 from backend.app import limits, openapi
@@ -16,6 +18,10 @@ from backend.widgets.spec import ParamError
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 OPTIONAL = ("summary", "table", "notice")
+# How long a browser (or nginx) may reuse a spec answer without asking again. The pages adopt
+# this process's spec (its device's ceilings, a `local` checkpoint) over the one baked at build
+# time; a redeploy with other limits reaches every reader within this time.
+SPEC_MAX_AGE = 300
 
 
 @bp.get("/health")
@@ -30,12 +36,39 @@ def health():
 
 @bp.get("/widgets")
 def list_widgets():
-    return {"widgets": [m.SPEC.to_json() for m in REGISTRY.values()]}
+    # Every widget's spec in one answer: a page asks once, for all the widgets it shows.
+    return _spec_answer(None, lambda: {"widgets": [m.SPEC.to_json() for m in REGISTRY.values()]})
 
 
 @bp.get("/widgets/<name>")
 def describe_widget(name: str):
-    return _module(name).SPEC.to_json()
+    return _spec_answer(name, _module(name).SPEC.to_json)
+
+
+# The specs this process validates with, as JSON bytes, their gzip and an ETag, made on first
+# use: a spec does not change while a process runs. Each answer keeps the spec objects it was
+# made from, so a spec replaced in this process (a test that reloads a widget module) is
+# serialised anew.
+_SPEC_ANSWERS: dict = {}
+
+
+def _spec_answer(name: str | None, payload):
+    specs = tuple(m.SPEC for m in REGISTRY.values()) if name is None else (REGISTRY[name].SPEC,)
+    held = _SPEC_ANSWERS.get(name)
+    if held is None or len(held[0]) != len(specs) or any(a is not b for a, b in zip(held[0], specs)):
+        body = json.dumps(finite(payload()), ensure_ascii=False, separators=(",", ":")).encode()
+        held = (specs, body, gzip.compress(body, 6), hashlib.sha256(body).hexdigest()[:20])
+        _SPEC_ANSWERS[name] = held  # one dict item set: atomic; a race only serialises twice
+    _specs, body, packed, tag = held
+    zipped = request.accept_encodings["gzip"] > 0
+    resp = current_app.response_class(packed if zipped else body, mimetype="application/json")
+    if zipped:
+        resp.headers["Content-Encoding"] = "gzip"
+    resp.vary.add("Accept-Encoding")
+    resp.set_etag(tag + ("-gz" if zipped else ""))
+    resp.cache_control.public = True
+    resp.cache_control.max_age = SPEC_MAX_AGE
+    return resp.make_conditional(request)
 
 
 @bp.post("/widgets/<name>")

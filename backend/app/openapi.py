@@ -42,6 +42,17 @@ def _error(description: str, retry: bool = False) -> dict:
     return out
 
 
+SPEC_WORDS = ("This server's own spec: ranges and choices that follow its device and "
+              "configuration (a context ceiling, a `local` checkpoint) may differ from those "
+              "baked into the pages, which adopt it. Cacheable for a few minutes (Cache-Control, "
+              "ETag).")
+
+
+def _spec_responses(what: str) -> dict:
+    return {"200": {"description": what},
+            "304": {"description": "unchanged since the ETag sent in If-None-Match"}}
+
+
 def document(registry: dict) -> dict:
     paths = {
         "/api/health": {"get": {"summary": "Liveness and the compute device", "responses": {
@@ -49,16 +60,17 @@ def document(registry: dict) -> dict:
                 "type": "object", "properties": {"status": {"type": "string"},
                                                  "device": {"type": "string"},
                                                  "torch": {"type": "string"}}}}}}}}},
-        "/api/widgets": {"get": {"summary": "Every widget's parameter spec", "responses": {
-            "200": {"description": "the specs"}}}},
+        "/api/widgets": {"get": {"summary": "Every widget's parameter spec",
+                                 "description": SPEC_WORDS,
+                                 "responses": _spec_responses("the specs")}},
     }
     for name, module in registry.items():
         spec = module.SPEC
         body = {"type": "object", "additionalProperties": False,
                 "properties": {p.name: _param_schema(p) for p in spec.params}}
         paths[f"/api/widgets/{name}"] = {
-            "get": {"summary": f"Spec of {spec.title}", "responses": {
-                "200": {"description": "the spec"}}},
+            "get": {"summary": f"Spec of {spec.title}", "description": SPEC_WORDS,
+                    "responses": _spec_responses("the spec")},
             "post": {
                 "summary": spec.title,
                 "description": spec.description,

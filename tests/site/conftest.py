@@ -28,16 +28,20 @@ def _free_port() -> int:
 
 
 @contextmanager
-def gunicorn(site_dir: Path, workers: int = 2):
+def gunicorn(site_dir: Path, workers: int = 2, env: dict | None = None,
+             config: str = "backend/gunicorn_conf.py", start_s: float = 60):
     """`gunicorn -c backend/gunicorn_conf.py`, exactly as `make serve` runs it; yields its URL
-    as soon as /api/health answers."""
+    as soon as /api/health answers. `env`: variables set (or, with None, removed) for this
+    server only; `config`: another gunicorn config file (relative to the repository root);
+    `start_s`: how long it may take to answer (each worker warms the light widgets first)."""
     port = _free_port()
-    env = {**os.environ, "PORT": str(port), "BOOK_SITE_DIR": str(site_dir),
-           "WEB_CONCURRENCY": str(workers)}
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "backend/gunicorn_conf.py"],
+    env = {k: v for k, v in {**os.environ, "PORT": str(port), "BOOK_SITE_DIR": str(site_dir),
+                             "WEB_CONCURRENCY": str(workers), **(env or {})}.items()
+           if v is not None}
+    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", config],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
+    deadline = time.time() + start_s
     try:
         while True:
             try:
