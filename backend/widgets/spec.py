@@ -44,6 +44,11 @@ class Depends:
 
     on: str
     cases: dict = field(default_factory=dict)
+    # A value of `on` under which no case applies (a preset's "custom"). Given, the cases are
+    # pins the reader may leave: the page offers this param's range as under `release`, and
+    # moving the control switches `on` to `release` first, starting from the pinned values. The
+    # API is unchanged: a request under a pinning case must still carry the pinned value.
+    release: Any = None
 
     KEYS = frozenset({"max", "min", "allowed", "disabled", "note"})
 
@@ -52,6 +57,8 @@ class Depends:
             if not isinstance(patch, dict) or not set(patch) <= self.KEYS:
                 raise TypeError(f"Depends({self.on!r}): the case {when!r} must be a dict with "
                                 f"keys from {sorted(self.KEYS)}")
+        if self.release is not None and self.patch_for(self.release):
+            raise TypeError(f"Depends({self.on!r}): release value {self.release!r} has a case")
 
     def patch_for(self, value: Any) -> dict:
         for when, patch in self.cases.items():
@@ -61,10 +68,69 @@ class Depends:
         return {}
 
     def to_json(self) -> dict:
-        return {"on": self.on,
-                "cases": [[when, {k: (list(v) if isinstance(v, tuple) else v)
-                                  for k, v in patch.items()}]
-                          for when, patch in self.cases.items()]}
+        out = {"on": self.on,
+               "cases": [[when, {k: (list(v) if isinstance(v, tuple) else v)
+                                 for k, v in patch.items()}]
+                         for when, patch in self.cases.items()]}
+        if self.release is not None:
+            out["release"] = self.release
+        return out
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A budget several params share, as data: this param's largest value x is the largest
+    with x ** power * product(factor values) <= budget. A factor is a param's name, or
+    (name, {value: number}) to map a choice to a number (a dtype to its bytes).
+
+        Limit(2 ** 27, ("batch", "n_heads", "head_dim"), note="the work budget")
+
+    gives a context length T at most isqrt(2^27 // (B h d)). Unlike `Depends`, it follows
+    every factor at once; the API (`Param.effective`) and the page (runtime.js `effective`)
+    evaluate the same rule, so the slider's top is the top the API allows."""
+
+    budget: int
+    factors: tuple = ()
+    power: int = 2
+    note: str = ""
+
+    def __post_init__(self):
+        if self.power < 1 or self.budget < 0:
+            raise TypeError("Limit: power must be at least 1 and budget non-negative")
+        for f in self.factors:
+            if not (isinstance(f, str) or (isinstance(f, tuple) and len(f) == 2
+                                           and isinstance(f[0], str) and isinstance(f[1], dict))):
+                raise TypeError(f"Limit: factor {f!r} must be a name or (name, {{value: number}})")
+
+    def names(self) -> list[str]:
+        return [f if isinstance(f, str) else f[0] for f in self.factors]
+
+    def product(self, values: dict) -> int | float:
+        prod = 1
+        for f in self.factors:
+            v = values[f] if isinstance(f, str) else f[1][values[f[0]]]
+            prod *= v
+        return prod
+
+    def top(self, values: dict) -> int:
+        """The largest whole x with x ** power * product <= budget (exact integer arithmetic)."""
+        prod = self.product(values)
+        if prod <= 0:
+            raise ValueError("Limit: factors must be positive")
+        x = int((self.budget / prod) ** (1 / self.power))
+        while (x + 1) ** self.power * prod <= self.budget:
+            x += 1
+        while x > 0 and x ** self.power * prod > self.budget:
+            x -= 1
+        return x
+
+    def to_json(self) -> dict:
+        out = {"budget": self.budget, "power": self.power,
+               "factors": [f if isinstance(f, str) else [f[0], [[k, v] for k, v in f[1].items()]]
+                           for f in self.factors]}
+        if self.note:
+            out["note"] = self.note
+        return out
 
 
 @dataclass(frozen=True)
@@ -82,6 +148,7 @@ class Param:
     max_length: int | None = None  # for "text"
     scale: str = "linear"  # "linear" | "log2": how the page's slider moves (int/float only)
     depends: tuple[Depends, ...] = ()  # range or state that follows other params (see Depends)
+    limits: tuple[Limit, ...] = ()  # budgets shared with other params: a lower max (see Limit)
 
     def __post_init__(self):
         if self.type not in {"int", "float", "bool", "choice", "text"}:
@@ -158,11 +225,14 @@ class Param:
         return value
 
     def to_json(self) -> dict:
-        d = {k: v for k, v in asdict(self).items() if v not in (None, "", ()) and k != "depends"}
+        d = {k: v for k, v in asdict(self).items()
+             if v not in (None, "", ()) and k not in ("depends", "limits")}
         if self.type == "choice":
             d["options"] = list(self.options)
         if self.depends:
             d["depends"] = [dep.to_json() for dep in self.depends]
+        if self.limits:
+            d["limits"] = [lim.to_json() for lim in self.limits]
         return d
 
     def effective(self, others: dict, labels: dict | None = None) -> dict:
@@ -175,12 +245,21 @@ class Param:
                 out.update({k: v for k, v in patch.items() if k != "note"})
                 why = f"when {(labels or {}).get(dep.on, dep.on)} is {_plain(others.get(dep.on))}"
                 out["why"].append(why + (f" ({patch['note']})" if "note" in patch else ""))
+        for lim in self.limits:  # only a limit that binds is named
+            top = lim.top(others)
+            if top < out["max"]:
+                out["max"] = top
+                at = ", ".join(f"{(labels or {}).get(n, n)} = {_plain(others.get(n))}"
+                               for n in lim.names())
+                out["why"].append(f"at {at}" + (f" ({lim.note})" if lim.note else ""))
         return out
 
     def validate_with(self, value: Any, others: dict, labels: dict | None = None) -> Any:
         """`value` (already valid on its own) against the rules other params set for it."""
+        if not self.depends and not self.limits:
+            return value
         eff = self.effective(others, labels)
-        if eff["disabled"] or not self.depends:
+        if eff["disabled"]:
             return value
         why = " and ".join(eff["why"])
         suffix = f" {why}" if why else ""
@@ -208,6 +287,9 @@ class Param:
                 if patch.get("disabled"):
                     bits.append("ignored")
                 parts.append(f"{' and '.join(bits)} when {dep.on} is {_plain(when)}")
+        for lim in self.limits:
+            parts.append(f"at most the largest x with x^{lim.power} × "
+                         f"{' × '.join(lim.names())} <= {lim.budget}")
         return "; ".join(parts)
 
 
@@ -249,6 +331,10 @@ class WidgetSpec:
             for dep in p.depends:
                 if dep.on not in names or dep.on == p.name:
                     raise TypeError(f"{self.name}: {p.name!r} depends on unknown param {dep.on!r}")
+            for lim in p.limits:
+                if p.type != "int" or not set(lim.names()) <= names - {p.name}:
+                    raise TypeError(f"{self.name}: {p.name!r} has a limit on unknown params "
+                                    f"{lim.names()!r} (or is not an int)")
         # every default setting must satisfy every rule, so the page can always start
         self.resolve({})
 
@@ -278,8 +364,8 @@ class WidgetSpec:
         values = {p.name: p.validate(body[p.name]) if p.name in body else p.default
                   for p in self.params}
         labels = {p.name: p.label for p in self.params}
-        for p in self.params:  # then the rules params set for each other (see Depends)
-            if p.depends:
+        for p in self.params:  # then the rules params set for each other (see Depends, Limit)
+            if p.depends or p.limits:
                 p.validate_with(values[p.name], values, labels)
         return values
 
