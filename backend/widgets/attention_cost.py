@@ -58,18 +58,21 @@ def limits() -> tuple[Limit, Limit]:
     WORK_BUDGET. Both follow every control at once."""
     note = f"this device's ceiling on {device.device()}"
     per_score = {name: ac.eager_bytes_per_score(dt) for name, dt in DTYPES.items()}
-    return (Limit(memory_budget(), ("batch", "n_heads", ("dtype", per_score)), note=note),
-            Limit(WORK_BUDGET[_kind()], ("batch", "n_heads", "head_dim"), note=note))
+    scores = ("context_len", "context_len", "batch", "n_heads")
+    return (Limit(memory_budget(), ((1, scores + (("dtype", per_score),)),), note=note),
+            Limit(WORK_BUDGET[_kind()], ((1, scores + ("head_dim",)),), note=note))
 
 
 LIMITS = limits()
+_T = Param("context_len", "context length T", "int", default=MIN_T, min=MIN_T, max=2 ** 40, step=1)
 
 
 def ceiling(n_heads: int = 1, batch: int = 1, d_head: int = 64, dtype=torch.float32) -> int:
     """The largest context this device allows at this setting (memory and work rules)."""
     name = next(n for n, dt in DTYPES.items() if dt == dtype)
     setting = {"n_heads": n_heads, "batch": batch, "head_dim": d_head, "dtype": name}
-    return min(lim.top(setting) for lim in LIMITS)
+    top = 2 ** 40  # the rules' own answer, whatever the slider's range
+    return min(lim.top(_T, setting, MIN_T, top) for lim in LIMITS)
 
 
 CEILING = ceiling()  # at the defaults: the slider's top on this device

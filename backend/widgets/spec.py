@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from fractions import Fraction
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -79,55 +80,85 @@ class Depends:
 
 @dataclass(frozen=True)
 class Limit:
-    """A budget several params share, as data: this param's largest value x is the largest
-    with x ** power * product(factor values) <= budget. A factor is a param's name, or
-    (name, {value: number}) to map a choice to a number (a dtype to its bytes).
+    """A budget several params share, as data: a sum of terms, each a coefficient times a
+    product of factors, must stay at most `budget`. A factor is a param's name, (name,
+    exponent) for a power (-1 divides), or (name, {value: number}) to map a choice to a number
+    (a dtype to its bytes). The param that carries the limit gets as its largest value the
+    largest one on its grid that keeps the sum within budget, the others held where they are
+    (the sum must grow with it):
 
-        Limit(2 ** 27, ("batch", "n_heads", "head_dim"), note="the work budget")
+        Param("context_len", ..., limits=(
+            Limit(2 ** 27, ((1, ("context_len", "context_len", "batch", "n_heads", "head_dim")),)),))
 
-    gives a context length T at most isqrt(2^27 // (B h d)). Unlike `Depends`, it follows
-    every factor at once; the API (`Param.effective`) and the page (runtime.js `effective`)
-    evaluate the same rule, so the slider's top is the top the API allows."""
+    caps T at isqrt(2^27 // (B h d)), whatever moved. Unlike `Depends`, it follows every factor
+    at once; the API (`Param.effective`) and the page (runtime.js `effective`) evaluate the same
+    data, so the slider's top is the top the API allows."""
 
     budget: int
-    factors: tuple = ()
-    power: int = 2
+    terms: tuple = ()  # ((coefficient, (factor, ...)), ...)
     note: str = ""
 
     def __post_init__(self):
-        if self.power < 1 or self.budget < 0:
-            raise TypeError("Limit: power must be at least 1 and budget non-negative")
-        for f in self.factors:
-            if not (isinstance(f, str) or (isinstance(f, tuple) and len(f) == 2
-                                           and isinstance(f[0], str) and isinstance(f[1], dict))):
-                raise TypeError(f"Limit: factor {f!r} must be a name or (name, {{value: number}})")
+        if self.budget < 0 or not self.terms:
+            raise TypeError("Limit: a non-negative budget and at least one term")
+        for coef, factors in self.terms:
+            for f in factors:
+                ok = isinstance(f, str) or (
+                    isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str)
+                    and (isinstance(f[1], dict) or type(f[1]) is int))
+                if not ok or not isinstance(coef, int):
+                    raise TypeError(f"Limit: factor {f!r} must be a name, (name, exponent) or "
+                                    "(name, {value: number}), with an int coefficient")
 
     def names(self) -> list[str]:
-        return [f if isinstance(f, str) else f[0] for f in self.factors]
+        out = []
+        for _coef, factors in self.terms:
+            for f in factors:
+                n = f if isinstance(f, str) else f[0]
+                if n not in out:
+                    out.append(n)
+        return out
 
-    def product(self, values: dict) -> int | float:
-        prod = 1
-        for f in self.factors:
-            v = values[f] if isinstance(f, str) else f[1][values[f[0]]]
-            prod *= v
-        return prod
+    def total(self, values: dict) -> Fraction:
+        """The sum the budget bounds, exactly (a power of -1 divides)."""
+        out = Fraction(0)
+        for coef, factors in self.terms:
+            prod = Fraction(coef)
+            for f in factors:
+                if isinstance(f, str):
+                    prod *= values[f]
+                elif isinstance(f[1], dict):
+                    prod *= Fraction(f[1][values[f[0]]])
+                else:
+                    prod *= Fraction(values[f[0]]) ** f[1]
+            out += prod
+        return out
 
-    def top(self, values: dict) -> int:
-        """The largest whole x with x ** power * product <= budget (exact integer arithmetic)."""
-        prod = self.product(values)
-        if prod <= 0:
-            raise ValueError("Limit: factors must be positive")
-        x = int((self.budget / prod) ** (1 / self.power))
-        while (x + 1) ** self.power * prod <= self.budget:
-            x += 1
-        while x > 0 and x ** self.power * prod > self.budget:
-            x -= 1
-        return x
+    def top(self, param: "Param", values: dict, lo, hi) -> int:
+        """The largest value of `param` on its grid from lo to hi within budget (lo if none)."""
+        step = int(param.step or 1)
+        first = lo + (-(lo - param.min) % step)  # lo, up to param's grid
+        k_lo, k_hi = 0, max(0, (hi - first) // step)
+        fits = lambda k: self.total({**values, param.name: first + k * step}) <= self.budget  # noqa: E731
+        if not fits(0):
+            return lo
+        while k_lo < k_hi:  # binary search: the sum grows with the param
+            mid = (k_lo + k_hi + 1) // 2
+            if fits(mid):
+                k_lo = mid
+            else:
+                k_hi = mid - 1
+        return int(first + k_lo * step)
 
     def to_json(self) -> dict:
-        out = {"budget": self.budget, "power": self.power,
-               "factors": [f if isinstance(f, str) else [f[0], [[k, v] for k, v in f[1].items()]]
-                           for f in self.factors]}
+        def factor(f):
+            if isinstance(f, str):
+                return f
+            if isinstance(f[1], dict):
+                return [f[0], [[k, v] for k, v in f[1].items()]]
+            return [f[0], f[1]]
+        out = {"budget": self.budget,
+               "terms": [[coef, [factor(f) for f in factors]] for coef, factors in self.terms]}
         if self.note:
             out["note"] = self.note
         return out
@@ -246,11 +277,11 @@ class Param:
                 why = f"when {(labels or {}).get(dep.on, dep.on)} is {_plain(others.get(dep.on))}"
                 out["why"].append(why + (f" ({patch['note']})" if "note" in patch else ""))
         for lim in self.limits:  # only a limit that binds is named
-            top = lim.top(others)
+            top = lim.top(self, others, out["min"], out["max"])
             if top < out["max"]:
                 out["max"] = top
                 at = ", ".join(f"{(labels or {}).get(n, n)} = {_plain(others.get(n))}"
-                               for n in lim.names())
+                               for n in lim.names() if n != self.name)
                 out["why"].append(f"at {at}" + (f" ({lim.note})" if lim.note else ""))
         return out
 
@@ -288,8 +319,11 @@ class Param:
                     bits.append("ignored")
                 parts.append(f"{' and '.join(bits)} when {dep.on} is {_plain(when)}")
         for lim in self.limits:
-            parts.append(f"at most the largest x with x^{lim.power} × "
-                         f"{' × '.join(lim.names())} <= {lim.budget}")
+            terms = " + ".join(f"{coef} × " + " × ".join(
+                f if isinstance(f, str) else (f"{f[0]}^{f[1]}" if isinstance(f[1], int)
+                                              else f"bytes({f[0]})") for f in factors)
+                for coef, factors in lim.terms)
+            parts.append(f"at most the largest value with {terms} <= {lim.budget}")
         return "; ".join(parts)
 
 
@@ -332,7 +366,7 @@ class WidgetSpec:
                 if dep.on not in names or dep.on == p.name:
                     raise TypeError(f"{self.name}: {p.name!r} depends on unknown param {dep.on!r}")
             for lim in p.limits:
-                if p.type != "int" or not set(lim.names()) <= names - {p.name}:
+                if p.type != "int" or not set(lim.names()) <= names:
                     raise TypeError(f"{self.name}: {p.name!r} has a limit on unknown params "
                                     f"{lim.names()!r} (or is not an int)")
         # every default setting must satisfy every rule, so the page can always start
