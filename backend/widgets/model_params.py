@@ -206,8 +206,7 @@ def compute(params: dict) -> dict:
                    "title": {"font": {"size": 13}}},
     }
     notice = (f"Preset {name} {'ties' if cfg.tie_embeddings else 'does not tie'} its LM head to "
-              "the embedding; the greyed-out checkbox is ignored until you choose custom."
-              if name != CUSTOM else "")
+              "the embedding." if name != CUSTOM else "")
     summary = (f"{label} has {c.total:,} parameters; {in_blocks / c.total:.1%} sit in its "
                f"{cfg.n_layers} blocks ({c.per_layer:,} each), {c.embedding / c.total:.1%} in the "
                f"embedding and {c.lm_head / c.total:.1%} in a separate LM head.")
