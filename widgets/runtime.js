@@ -372,8 +372,12 @@
     return null;
   }
 
-  function valueText(p, v) { return formatValue(v, p.type === "int" ? "d" : ".4g") +
-                                    (p.unit ? " " + p.unit : ""); }
+  /* What a screen reader says for a slider's value: whole floats in full (θ = 20,000, not
+   * 2e+4), others to four digits. */
+  function valueText(p, v) {
+    var fmt = p.type === "int" ? "d" : (Math.round(v) === v && Math.abs(v) < 1e15 ? ",d" : ".4g");
+    return formatValue(v, fmt) + (p.unit ? " " + p.unit : "");
+  }
 
   function buildControl(widget, p) {
     var id = "tw-" + widget.uid + "-" + p.name;
