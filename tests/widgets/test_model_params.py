@@ -92,7 +92,9 @@ def test_preset_fills_fields_and_forbids_contradictions(client):
         for sent in (True, False):
             body = post(client, preset=preset, tied=sent)
             assert body["values"]["tied"] is ties and body["params"]["tied"] is ties
-            assert "ignored" in body["notice"]
+            # one sentence (issue 17, H10): what the preset does; the page's checkbox shows it
+            assert body["notice"] == (f"Preset {preset} {'ties' if ties else 'does not tie'} its "
+                                      "LM head to the embedding.")
     assert "notice" not in post(client, preset="custom")
     # custom starts from the fields it is given
     assert post(client, preset="custom", n_layers=64)["values"]["total_params"] != PUBLISHED["llama-2-7b"]
