@@ -372,6 +372,12 @@
     return null;
   }
 
+  /* `check` as the page offers p: a value typed under a preset's pin leaves the pin (buildControl
+   * has a local `check`, the checkbox, so it calls this). */
+  function checkOffered(widget, p, v) {
+    return check(p, v, released(p, widget.params), widget.labels);
+  }
+
   /* What a screen reader says for a slider's value: whole floats in full (θ = 20,000, not
    * 2e+4), others to four digits. */
   function valueText(p, v) {
@@ -414,7 +420,7 @@
         var problem = box.value === ""
           ? "'" + p.label + "' needs " + (p.type === "int" ? "an integer" : "a number") +
             " from " + eff.min + " to " + eff.max
-          : check(p, nv, released(p, widget.params), widget.labels);
+          : checkOffered(widget, p, nv);
         if (problem) {
           // Refused before it is sent: the control returns to the setting the figure shows.
           widget.refuse(problem, p);
