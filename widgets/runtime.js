@@ -264,13 +264,93 @@
   function isLog(p) { return p.scale === "log2" && p.min > 0; }
   function isNum(p) { return p.type === "int" || p.type === "float"; }
 
-  /* Slider position <-> parameter value. Log-scaled sliders stop at powers of two; the number
-   * box beside every slider takes any allowed value. */
-  function toSlider(p, v) { return isLog(p) ? Math.log2(v) : v; }
-  function fromSlider(p, s, eff) {
+  /* The values a slider stops at, or null for a plain slider (position = value, or log2 of it):
+   * an `allowed` list (the divisors of a head count: only those, index 0..n-1), or for a
+   * log-scaled float the round values 1-2-5 per decade, with the default, the ends and the
+   * round baked values among them (no 78.125 * 2^k, no 20000.000000000706). */
+  function stops(p, eff, extra) {
+    var lo = eff.min, hi = eff.max, list;
+    if (eff.allowed) {
+      list = eff.allowed.filter(function (a) { return a >= lo && a <= hi; });
+      return list.length ? list.slice().sort(function (a, b) { return a - b; }) : null;
+    }
+    if (!(isLog(p) && p.type === "float")) return null;
+    list = [lo, hi, p.default].concat((extra || []).filter(function (v) {
+      return typeof v === "number" && +v.toPrecision(2) === v;
+    }));
+    for (var e = Math.floor(Math.log10(lo)); Math.pow(10, e) <= hi; e++) {
+      [1, 2, 5].forEach(function (m) { list.push(+(m * Math.pow(10, e)).toPrecision(6)); });
+    }
+    list = list.filter(function (v) { return v >= lo && v <= hi; })
+      .sort(function (a, b) { return a - b; });
+    return list.filter(function (v, i) { return i === 0 || v !== list[i - 1]; });
+  }
+
+  function nearest(list, v) {
+    return list.reduce(function (a, b) { return Math.abs(b - v) < Math.abs(a - v) ? b : a; });
+  }
+
+  /* The slider's own range: indexes into the stops, else the value (or its log2). */
+  function sliderRange(p, eff, list) {
+    if (list) return { min: 0, max: list.length - 1, step: 1 };
+    return { min: toSlider(p, eff.min), max: toSlider(p, eff.max),
+             step: isLog(p) ? 1 : (p.step || "any") };
+  }
+
+  /* Slider position <-> parameter value. Log-scaled int sliders stop at powers of two, sliders
+   * with stops at those; the number box beside every slider takes any allowed value. */
+  function toSlider(p, v, list) {
+    if (list) return list.indexOf(nearest(list, v));
+    return isLog(p) ? Math.log2(v) : v;
+  }
+  function fromSlider(p, s, eff, list) {
+    if (list) return list[Math.max(0, Math.min(list.length - 1, Math.round(s)))];
     var v = isLog(p) ? Math.pow(2, s) : s;
     if (p.type === "int") v = Math.round(v);
+    else if (p.step && !isLog(p)) v = +(p.min + Math.round((v - p.min) / p.step) * p.step).toPrecision(12);
+    else v = +v.toPrecision(6);  // no floating-point noise in the box, the URL or the request
     return Math.min(eff.max, Math.max(eff.min, v));
+  }
+
+  /* The sum a spec.Limit bounds: terms of a coefficient times factors (a param, [param,
+   * exponent], or [param, [[value, number], ...]]), mirror of spec.Limit.total. */
+  function limitTotal(lim, params) {
+    var sum = 0;
+    lim.terms.forEach(function (t) {
+      var num = t[0], den = 1;
+      t[1].forEach(function (f) {
+        if (typeof f === "string") { num *= params[f]; return; }
+        var v = params[f[0]];
+        if (Array.isArray(f[1])) {
+          var hit = f[1].filter(function (kv) { return kv[0] === v; })[0];
+          num *= hit ? hit[1] : NaN;
+        } else if (f[1] >= 0) {
+          num *= Math.pow(v, f[1]);
+        } else {
+          den *= Math.pow(v, -f[1]);  // divided last: exact when it divides (h divides d)
+        }
+      });
+      sum += num / den;
+    });
+    return sum;
+  }
+
+  /* The largest value of p on its grid from lo to hi within the limit's budget, the other
+   * params held (lo if none): mirror of spec.Limit.top, the same binary search. */
+  function limitTop(lim, p, params, lo, hi) {
+    var step = p.step || 1, first = lo + (((p.min - lo) % step) + step) % step;
+    var kLo = 0, kHi = Math.max(0, Math.floor((hi - first) / step));
+    function fits(k) {
+      var trial = Object.assign({}, params);
+      trial[p.name] = first + k * step;
+      return limitTotal(lim, trial) <= lim.budget;
+    }
+    if (!fits(0)) return lo;
+    while (kLo < kHi) {
+      var mid = Math.floor((kLo + kHi + 1) / 2);
+      if (fits(mid)) kLo = mid; else kHi = mid - 1;
+    }
+    return first + kLo * step;
   }
 
   function plain(v) { return typeof v === "boolean" ? (v ? "true" : "false") : String(v); }
@@ -286,6 +366,35 @@
         out.why.push("when " + ((labels || {})[dep.on] || dep.on) + " is " + plain(have) +
                      (c[1].note ? " (" + c[1].note + ")" : ""));
       });
+    });
+    (p.limits || []).forEach(function (lim) {  // only a limit that binds is named
+      var top = limitTop(lim, p, params, out.min, out.max);
+      if (top >= out.max) return;
+      out.max = top;
+      var names = [];
+      lim.terms.forEach(function (t) {
+        t[1].forEach(function (f) {
+          var n = typeof f === "string" ? f : f[0];
+          if (n !== p.name && names.indexOf(n) < 0) names.push(n);
+        });
+      });
+      out.why.push("at " + names.map(function (n) {
+        return ((labels || {})[n] || n) + " = " + plain(params[n]);
+      }).join(", ") + (lim.note ? " (" + lim.note + ")" : ""));
+    });
+    return out;
+  }
+
+  /* The params as the page offers `p` under them: a pin the reader may leave (a Depends with
+   * `release`, a preset's field) is left, so the slider keeps its free range. */
+  function released(p, params) {
+    var out = params;
+    (p.depends || []).forEach(function (dep) {
+      if (dep.release === undefined || params[dep.on] === dep.release) return;
+      var pinned = (dep.cases || []).some(function (c) { return c[0] === params[dep.on]; });
+      if (!pinned) return;
+      if (out === params) out = Object.assign({}, params);
+      out[dep.on] = dep.release;
     });
     return out;
   }
@@ -316,7 +425,12 @@
     if (isNum(p) && !(v >= p.min && v <= p.max)) {
       return where + " must be from " + p.min + " to " + p.max + ", got " + v;
     }
-    if (eff.disabled || !(p.depends || []).length) return null;
+    // an integer's step grid, as spec.Param.validate words it
+    if (p.type === "int" && p.step > 1 && (v - p.min) % p.step) {
+      return where + " must be " + (p.min % p.step === 0 ? "a multiple of " + p.step
+        : p.min + " plus a multiple of " + p.step) + ", got " + v;
+    }
+    if (eff.disabled || !((p.depends || []).length || (p.limits || []).length)) return null;
     if (eff.allowed && eff.allowed.indexOf(v) < 0) {
       return where + " must be one of " + eff.allowed.map(plain).join(", ") + why + ", got " + plain(v);
     }
@@ -326,8 +440,18 @@
     return null;
   }
 
-  function valueText(p, v) { return formatValue(v, p.type === "int" ? "d" : ".4g") +
-                                    (p.unit ? " " + p.unit : ""); }
+  /* `check` as the page offers p: a value typed under a preset's pin leaves the pin (buildControl
+   * has a local `check`, the checkbox, so it calls this). */
+  function checkOffered(widget, p, v) {
+    return check(p, v, released(p, widget.params), widget.labels);
+  }
+
+  /* What a screen reader says for a slider's value: whole floats in full (θ = 20,000, not
+   * 2e+4), others to four digits. */
+  function valueText(p, v) {
+    var fmt = p.type === "int" ? "d" : (Math.round(v) === v && Math.abs(v) < 1e15 ? ",d" : ".4g");
+    return formatValue(v, fmt) + (p.unit ? " " + p.unit : "");
+  }
 
   function buildControl(widget, p) {
     var id = "tw-" + widget.uid + "-" + p.name;
@@ -339,14 +463,16 @@
     var c = { row: row, label: label };
 
     if (isNum(p)) {
+      var eff0 = widget.offered(p), list0 = widget.stopsOf(p, eff0);
+      var r0 = sliderRange(p, eff0, list0);
       var slider = el("input", { type: "range", id: id, name: p.name,
-        min: toSlider(p, p.min), max: toSlider(p, p.max),
-        step: isLog(p) ? 1 : (p.step || "any"), value: toSlider(p, v) });
+        min: r0.min, max: r0.max, step: r0.step, value: toSlider(p, v, list0) });
       var box = el("input", { type: "number", name: p.name + "-value", min: p.min, max: p.max,
         step: p.step || "any", value: v, inputmode: p.type === "int" ? "numeric" : "decimal" });
       box.setAttribute("aria-label", p.label + " (exact value)");
       slider.addEventListener("input", function () {
-        var nv = fromSlider(p, +slider.value, widget.effective(p));
+        var eff = widget.offered(p);
+        var nv = fromSlider(p, +slider.value, eff, widget.stopsOf(p, eff));
         // Same stop: nothing to send while the figure shows the live answer for it. On a baked
         // (fallback) result a move to the same stop asks the server again (set() never sends a
         // setting that is already in flight).
@@ -357,11 +483,12 @@
         widget.set(p.name, nv);
       });
       box.addEventListener("change", function () {
-        var nv = +box.value;
+        var nv = +box.value, eff = widget.offered(p);
+        // checked as the page offers it: a typed value leaves a preset's pin like a drag does
         var problem = box.value === ""
           ? "'" + p.label + "' needs " + (p.type === "int" ? "an integer" : "a number") +
-            " from " + widget.effective(p).min + " to " + widget.effective(p).max
-          : widget.check(p, nv);
+            " from " + eff.min + " to " + eff.max
+          : checkOffered(widget, p, nv);
         if (problem) {
           // Refused before it is sent: the control returns to the setting the figure shows.
           widget.refuse(problem, p);
@@ -730,11 +857,26 @@
     this.spec.params.forEach(function (p) { if (p.type === "text") self.updateCount(p); });
   };
 
+  /* The constraints the page offers `p` under (a preset's pin left, see `released`), and
+   * the stops its slider moves over (null: a plain slider). */
+  Widget.prototype.offered = function (p) {
+    return effective(p, released(p, this.params), this.labels);
+  };
+  Widget.prototype.stopsOf = function (p, eff) {
+    return stops(p, eff, (this.baked || []).map(function (b) { return b.params[p.name]; }));
+  };
+
   /* Put every control in line with this.params: values, dependent ranges, disabled states. */
   Widget.prototype.syncControl = function (p) {
     var c = this.controls[p.name], v = this.params[p.name];
     if (c.slider) {
-      c.slider.value = toSlider(p, v);
+      var eff = this.offered(p), list = this.stopsOf(p, eff), r = sliderRange(p, eff, list);
+      c.slider.min = r.min;
+      c.slider.max = r.max;
+      c.slider.step = r.step;
+      c.box.min = eff.min;
+      c.box.max = eff.max;
+      c.slider.value = toSlider(p, v, list);
       c.box.value = v;
       c.slider.setAttribute("aria-valuetext", valueText(p, v));
     } else if (p.type === "bool") {
@@ -745,32 +887,30 @@
     if (p.type === "text") this.updateCount(p);
   };
 
-  /* Ranges and states that follow other controls (spec.Depends). A value the new range
-   * excludes moves to the nearest allowed one, and a notice says so. */
+  /* Ranges and states that follow other controls (spec.Depends, spec.Limit). A value the new
+   * range excludes moves to the nearest allowed one, and a notice says so; a disabled control
+   * with one allowed value (a preset's setting) shows that value. */
   Widget.prototype.applyDepends = function () {
     var self = this, moved = [];
     this.spec.params.forEach(function (p) {
-      if (!(p.depends || []).length) { self.syncControl(p); return; }
+      if (!(p.depends || []).length && !(p.limits || []).length) { self.syncControl(p); return; }
       var eff = self.effective(p), c = self.controls[p.name];
       var inputs = c.slider ? [c.slider, c.box] : [c.input];
       inputs.forEach(function (i) { i.disabled = !!eff.disabled; });
       c.row.classList.toggle("tw-disabled", !!eff.disabled);
-      if (c.slider) {
-        c.slider.min = toSlider(p, eff.min);
-        c.slider.max = toSlider(p, eff.max);
-        c.box.min = eff.min;
-        c.box.max = eff.max;
-        var v = self.params[p.name];
-        if (!eff.disabled) {
-          var nv = Math.min(eff.max, Math.max(eff.min, v));
-          if (eff.allowed && eff.allowed.indexOf(nv) < 0) {
-            nv = eff.allowed.reduce(function (a, b) { return Math.abs(b - v) < Math.abs(a - v) ? b : a; });
-          }
-          if (nv !== v) {
-            self.params[p.name] = nv;
-            moved.push("'" + p.label + "' set to " + nv + " " + eff.why.join(" and "));
-          }
-        }
+      var v = self.params[p.name], nv = v;
+      if (isNum(p) && !eff.disabled) {
+        nv = Math.min(eff.max, Math.max(eff.min, v));
+        var legal = eff.allowed && eff.allowed.filter(function (a) {
+          return a >= eff.min && a <= eff.max;
+        });
+        if (legal && legal.length && legal.indexOf(nv) < 0) nv = nearest(legal, v);
+      } else if (!isNum(p) && eff.allowed && eff.allowed.length && eff.allowed.indexOf(v) < 0) {
+        nv = eff.allowed[0];
+      }
+      if (nv !== v) {
+        self.params[p.name] = nv;
+        moved.push("'" + p.label + "' set to " + plain(nv) + " " + eff.why.join(" and "));
       }
       self.syncControl(p);
     });
@@ -799,14 +939,30 @@
    * flight per widget, no fixed delay, and the last setting is always the last one sent. Text
    * waits `delay` ms after the last keystroke: nobody wants a request per keystroke. */
   Widget.prototype.set = function (name, value, delay) {
-    var now = performance.now();
+    var now = performance.now(), self = this, said = [];
+    // Moving a control a preset pins switches the preset to custom, from the preset's values.
+    var p = this.spec.params.filter(function (q) { return q.name === name; })[0];
+    var free = p ? released(p, this.params) : this.params;
+    Object.keys(free).forEach(function (k) {
+      if (free[k] === self.params[k]) return;
+      said.push("Switched to " + plain(free[k]) + ", starting from " + plain(self.params[k]) +
+                "'s configuration.");
+      self.params[k] = free[k];
+    });
     this.params[name] = value;
     var moved = this.applyDepends();
+    // Choosing a preset: one line, not every value it moved.
+    var pins = this.spec.params.some(function (q) {
+      return (q.depends || []).some(function (dep) {
+        return dep.on === name && dep.release !== undefined &&
+          (dep.cases || []).some(function (c) { return c[0] === value; });
+      });
+    });
+    if (pins) { moved = []; said.push("Showing " + plain(value) + "'s configuration."); }
     this.stickyNotice = "";
-    this.movedNotice = moved.length ? moved.join("; ") + "." : "";
+    this.movedNotice = said.concat(moved.length ? [moved.join("; ") + "."] : []).join(" ");
     this.setNotice(this.movedNotice);
     this.clearError();
-    var self = this;
     // this.params is newer than anything sent, unless a drag came back to the setting in flight
     this.dirty = !(this.inflight && JSON.stringify(this.params) === this.inflightBody);
     if (this.dirty) this.changedAt = now;
@@ -1477,7 +1633,8 @@
   }
 
   window.bookWidgets = { formatValue: formatValue, mountAll: mountAll, whenPlotly: whenPlotly,
-                         effective: effective, check: check };
+                         effective: effective, check: check, stops: stops,
+                         fromSlider: fromSlider };
   if (window.document$ && window.document$.subscribe) {
     window.document$.subscribe(onPage);
   } else if (document.readyState === "loading") {

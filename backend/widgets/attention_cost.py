@@ -9,10 +9,10 @@ memory (CUDA's peak counter on a GPU; on a CPU the bytes of op outputs alive at 
 Each device has its own ceiling on the context length. Memory: the explicit path's T x T
 working set must fit `MEMORY_SHARE` of `device.memory_bytes()` (free GPU memory, or the CPU's
 fixed budget). Work: B h T^2 d_head at most `WORK_BUDGET[device kind]`, so a request stays
-near a second. The slider's top is the ceiling at the current setting: the spec's `Depends`
-lowers it when the heads, the batch, the head size or the dtype alone moves from its default
-(the page's slider follows), and `compute` checks the combined rule, so a request above the
-ceiling is a 400 naming the ceiling, the setting and the device.
+near a second. The slider's top is the ceiling at the current setting: both rules are the
+spec's `Limit`s (data the page evaluates too), so the heads, the batch, the head size and the
+dtype lower it together, on the page and in the API alike; a request above the ceiling is a 400
+naming the ceiling, the setting and the device.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from backend.reference import attention_cost as ac
 from backend.reference import context
 from backend.widgets import measure as measure_lib
 from backend.reference.presets import PRESETS
-from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
+from backend.widgets.spec import Limit, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -51,11 +51,28 @@ def memory_budget() -> int:
     return int(device.memory_bytes() * MEMORY_SHARE)
 
 
+def limits() -> tuple[Limit, Limit]:
+    """The context length's two rules on this device, as data the page evaluates too (spec
+    `Limit`): memory, B h T^2 bytes_per_score <= MEMORY_SHARE of the device's memory (the
+    explicit path's T x T working set, `ac.largest_context`); work, B h T^2 d_head <=
+    WORK_BUDGET. Both follow every control at once."""
+    note = f"this device's ceiling on {device.device()}"
+    per_score = {name: ac.eager_bytes_per_score(dt) for name, dt in DTYPES.items()}
+    scores = ("context_len", "context_len", "batch", "n_heads")
+    return (Limit(memory_budget(), ((1, scores + (("dtype", per_score),)),), note=note),
+            Limit(WORK_BUDGET[_kind()], ((1, scores + ("head_dim",)),), note=note))
+
+
+LIMITS = limits()
+_T = Param("context_len", "context length T", "int", default=MIN_T, min=MIN_T, max=2 ** 40, step=1)
+
+
 def ceiling(n_heads: int = 1, batch: int = 1, d_head: int = 64, dtype=torch.float32) -> int:
     """The largest context this device allows at this setting (memory and work rules)."""
-    by_memory = ac.largest_context(memory_budget(), n_heads, batch, dtype)
-    by_work = math.isqrt(WORK_BUDGET[_kind()] // (batch * n_heads * d_head))
-    return min(by_memory, by_work)
+    name = next(n for n, dt in DTYPES.items() if dt == dtype)
+    setting = {"n_heads": n_heads, "batch": batch, "head_dim": d_head, "dtype": name}
+    top = 2 ** 40  # the rules' own answer, whatever the slider's range
+    return min(lim.top(_T, setting, MIN_T, top) for lim in LIMITS)
 
 
 CEILING = ceiling()  # at the defaults: the slider's top on this device
@@ -65,24 +82,6 @@ def slider_top(n_heads: int = 1, batch: int = 1, d_head: int = 64, dtype=torch.f
     """The largest T the page offers at this setting: the ceiling, capped at the slider's own
     top (a smaller head allows more by the rules, but the slider does not reach further)."""
     return min(CEILING, ceiling(n_heads, batch, d_head, dtype))
-
-
-def _ceiling_depends() -> tuple:
-    """The context slider's top when one of the other controls moves from its default, as data
-    (the page lowers the slider; the API refuses above it). Cases only where the top is lower.
-    When several move at once the last matching case sets the page's top and `compute` checks
-    the combined rule."""
-    note = f"this device's ceiling on {device.device()}"
-    cases = {
-        "dtype": {n: slider_top(dtype=dt) for n, dt in DTYPES.items()},
-        "head_dim": {d: slider_top(d_head=d) for d in range(16, 257, 16)},
-        "batch": {b: slider_top(batch=b) for b in range(1, 17)},
-        "n_heads": {h: slider_top(n_heads=h) for h in range(1, 33)},
-    }
-    deps = (Depends(on, {k: {"max": top, "note": note} for k, top in tops.items()
-                         if top < CEILING})
-            for on, tops in cases.items())
-    return tuple(dep for dep in deps if dep.cases)
 
 
 def device_limits() -> dict:
@@ -102,10 +101,8 @@ def ceiling_error(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str
 
 
 class CeilingSpec(WidgetSpec):
-    """The spec, with the context range checked against the true ceiling at the whole setting.
-    The declared `Depends` follow one control at a time (the page's slider uses them); when
-    several controls move, the combined rule decides, and a refusal names that ceiling, the
-    setting and the device."""
+    """The spec, with a context above the ceiling refused in words that name the ceiling, the
+    setting and the device (the rule itself is the spec's `Limit`s, which the page follows)."""
 
     def resolve(self, body):
         try:
@@ -141,7 +138,7 @@ SPEC = CeilingSpec(
               max=CEILING, step=1, scale="log2", unit="tokens",
               help=f"Tokens attended over. The top of the slider is this device's ceiling "
                    f"({device.device()}); more heads, batch or head size lower it.",
-              depends=_ceiling_depends()),
+              limits=LIMITS),
         Param("head_dim", "head size d_head", "int", default=64, min=16, max=256, step=16,
               help="Size of each head's queries, keys and values."),
         Param("n_heads", "heads h", "int", default=1, min=1, max=32, step=1,

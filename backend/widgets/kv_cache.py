@@ -26,7 +26,7 @@ from backend.reference.counting import count_parameters
 from backend.reference.presets import DECODER_PRESETS, PRESETS
 from backend.reference.serving import (CARDS, DTYPES, GB, GIB, QUANTISED, cache_bytes, users_fit,
                                        weights_bytes)
-from backend.widgets.shapes import check_heads
+from backend.widgets.shapes import check_heads, kv_depend_on_heads
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
@@ -44,7 +44,7 @@ def _locks(param: str) -> tuple[Depends, ...]:
     return (Depends("preset", {
         name: {"min": getattr(cfg, field), "max": getattr(cfg, field),
                "note": f"preset {name} has {getattr(cfg, field)}; choose custom to edit"}
-        for name, cfg in CHOICES.items()}),)
+        for name, cfg in CHOICES.items()}, release=CUSTOM),)  # a move switches to custom
 
 
 class PresetSpec(WidgetSpec):
@@ -78,7 +78,8 @@ SPEC = PresetSpec(
               depends=_locks("n_heads")),
         Param("n_kv", "key/value heads n_kv", "int", default=START.n_kv_heads, min=1, max=128,
               step=1, help="Must divide the query heads: n_kv = h is multi-head attention, "
-                           "1 is multi-query.", depends=_locks("n_kv")),
+                           "1 is multi-query.",
+              depends=_locks("n_kv") + (kv_depend_on_heads(128),)),
         Param("head_dim", "head width d_head", "int", default=START.d_head, min=8, max=512,
               step=8, depends=_locks("head_dim")),
         Param("dtype", "cache dtype", "choice", default="bfloat16", options=tuple(DTYPES),

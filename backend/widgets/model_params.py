@@ -5,12 +5,15 @@ meta device by `backend.reference.counting.count_parameters`: shapes, no storage
 model costs nothing to count and the count cannot drift from the code.
 
 Preset and fields never contradict each other. A preset fixes every numeric field to its
-published value (each field's range shrinks to that one value, so the page moves the sliders
-there and holds them); the request may omit the fields and they are filled in from the preset.
-The ``tied`` checkbox has no slider for the page to move, so under a preset it is declared
-disabled and the preset's own value replaces whatever the request sent (a notice says so). In
-``custom`` (where the page starts, at Llama-2-7B's values) every field is free, and a preset
-chosen later moves them all at once.
+published value (each field's range shrinks to that one value: the page moves the sliders
+there); the request may omit the fields and they are filled in from the preset. The pins are
+declared with `release=custom`: moving a slider under a preset switches the page to custom,
+starting from the preset's values (one line says so), so the API only ever sees a preset with
+its own values or custom. The ``tied`` checkbox has no slider to move, so under a preset it is
+declared disabled (showing the preset's value) and the preset's own value replaces whatever
+the request sent. In ``custom`` (where the page starts, at Llama-2-7B's values) every field is
+free, and a preset chosen later moves them all at once. Head counts are spec data too: the
+query heads must divide the width with an even quotient, the key/value heads the query heads.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from backend.bookmodel import WEIGHTS_DIR
 from backend.reference.config import ModelConfig
 from backend.reference.counting import build_on_meta, count_parameters
 from backend.reference.presets import PRESETS
-from backend.widgets.shapes import check_heads
+from backend.widgets.shapes import check_heads, heads_depend_on_width, kv_depend_on_heads
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, SERIES
 
@@ -50,9 +53,11 @@ def _locks(param: str) -> tuple[Depends, ...]:
     for name, cfg in CHOICES.items():
         v = getattr(cfg, field)
         note = f"preset {name} has {v}; choose custom to edit"
-        cases[name] = ({"disabled": True, "note": f"preset {name} sets it; choose custom to edit"}
+        cases[name] = ({"disabled": True, "allowed": [v],
+                        "note": f"preset {name} sets it; choose custom to edit"}
                        if isinstance(v, bool) else {"min": v, "max": v, "note": note})
-    return (Depends("preset", cases),)
+    # release: moving a pinned slider switches the page to custom, from the preset's values
+    return (Depends("preset", cases, release=CUSTOM),)
 
 
 class PresetSpec(WidgetSpec):
@@ -83,9 +88,10 @@ SPEC = PresetSpec(
               depends=_locks("d_model")),
         Param("n_heads", "query heads h", "int", default=D.n_heads, min=1, max=128, step=1,
               help="Must divide d_model; d_model / h must be even (RoPE rotates pairs).",
-              depends=_locks("n_heads")),
+              depends=_locks("n_heads") + (heads_depend_on_width(range(64, 16385, 64), 128),)),
         Param("n_kv", "key/value heads", "int", default=D.n_kv_heads, min=1, max=128, step=1,
-              help="Must divide the number of query heads.", depends=_locks("n_kv")),
+              help="Must divide the number of query heads.",
+              depends=_locks("n_kv") + (kv_depend_on_heads(128),)),
         Param("d_ff", "MLP width d_ff", "int", default=D.d_ff, min=16, max=65536, step=16,
               depends=_locks("d_ff")),
         Param("vocab", "vocabulary |Σ|", "int", default=D.vocab_size, min=256, max=262144, step=1,
@@ -200,8 +206,7 @@ def compute(params: dict) -> dict:
                    "title": {"font": {"size": 13}}},
     }
     notice = (f"Preset {name} {'ties' if cfg.tie_embeddings else 'does not tie'} its LM head to "
-              "the embedding; the greyed-out checkbox is ignored until you choose custom."
-              if name != CUSTOM else "")
+              "the embedding." if name != CUSTOM else "")
     summary = (f"{label} has {c.total:,} parameters; {in_blocks / c.total:.1%} sit in its "
                f"{cfg.n_layers} blocks ({c.per_layer:,} each), {c.embedding / c.total:.1%} in the "
                f"embedding and {c.lm_head / c.total:.1%} in a separate LM head.")

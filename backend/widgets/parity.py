@@ -5,7 +5,8 @@ into the installed `transformers.LlamaForCausalLM` (eager attention) and runs
 `backend.reference.llama_compare.compare`: the largest absolute differences in logits,
 attention weights, logits decoded one token at a time through the book's KV cache (against
 Llama's full forward), logits of a left-padded batch, and the loss. The work is bounded by the
-slider ranges and a parameter budget, so one request answers in about a second on a CPU.
+slider ranges and a parameter budget (a spec `Limit`: each slider that grows the model stops at
+the budget, on the page and in the API), so one request answers in about a second on a CPU.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from backend.reference.config import ModelConfig
 from backend.reference.counting import count_parameters
 from backend.reference.llama_compare import ATTENTION_TOLERANCE, LOGIT_TOLERANCE, LOSS_TOLERANCE, compare
 from backend.widgets.shapes import check_heads
-from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
+from backend.widgets.spec import Depends, Limit, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -39,14 +40,29 @@ def kv_counts(h: int) -> tuple[int, ...]:
     return tuple(k for k in HEADS if h % k == 0)
 
 
+# The parameter count of the book's model (counting.count_parameters, pinned by a test): the
+# embedding, an untied head, per layer the q and o projections, k and v (n_kv heads of d / h),
+# the MLP's three matrices and two norms, and the final norm. As a spec Limit it caps each
+# slider that grows the model, so the page never offers a model over the live check's budget.
+BUDGET = Limit(MAX_PARAMS, (
+    (1, ("vocab", "d_model")),
+    (1, ("vocab", "d_model", ("tied", {True: 0, False: 1}))),
+    (2, ("n_layers", "d_model", "d_model")),
+    (2, ("n_layers", "d_model", "d_model", "n_kv", ("n_heads", -1))),
+    (3, ("n_layers", "d_model", "d_ff")),
+    (2, ("n_layers", "d_model")),
+    (1, ("d_model",)),
+), note=f"the live check allows at most {MAX_PARAMS:,} parameters")
+
 SPEC = WidgetSpec(
     name="parity",
     title="The book's model against Llama",
     description="The book's DecoderLM and transformers' LlamaForCausalLM with the same random "
                 "weights, run on the same tokens: the largest differences, measured.",
     params=(
-        Param("n_layers", "layers L", "int", default=2, min=1, max=4, step=1),
-        Param("d_model", "width d_model", "int", default=64, min=16, max=256, step=16),
+        Param("n_layers", "layers L", "int", default=2, min=1, max=4, step=1, limits=(BUDGET,)),
+        Param("d_model", "width d_model", "int", default=64, min=16, max=256, step=16,
+              limits=(BUDGET,)),
         Param("n_heads", "query heads h", "int", default=8, min=1, max=16, step=1,
               help="Must divide d_model, and d_model / h must be even (RoPE rotates pairs).",
               depends=(Depends("d_model", {d: {"allowed": head_counts(d),
@@ -55,9 +71,11 @@ SPEC = WidgetSpec(
         Param("n_kv", "key/value heads", "int", default=2, min=1, max=16, step=1,
               help="Must divide the number of query heads (1 = multi-query attention).",
               depends=(Depends("n_heads", {h: {"allowed": kv_counts(h), "note": "it must divide them"}
-                                           for h in HEADS}),)),
-        Param("d_ff", "MLP width d_ff", "int", default=172, min=8, max=1024, step=4),
-        Param("vocab", "vocabulary |Σ|", "int", default=512, min=16, max=4096, step=16),
+                                           for h in HEADS}),), limits=(BUDGET,)),
+        Param("d_ff", "MLP width d_ff", "int", default=172, min=8, max=1024, step=4,
+              limits=(BUDGET,)),
+        Param("vocab", "vocabulary |Σ|", "int", default=512, min=16, max=4096, step=16,
+              limits=(BUDGET,)),
         Param("rope_theta", "RoPE base θ", "float", default=10000.0, min=100.0, max=1_000_000.0,
               step=100.0),
         Param("tied", "tie the LM head to the embedding", "bool", default=False),

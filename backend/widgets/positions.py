@@ -41,7 +41,7 @@ SPEC = WidgetSpec(
               help="Where the query sits."),
         Param("n", "key position n", "int", default=1, min=0, max=131072, step=1,
               help="Where the key sits."),
-        # 10,000 / 2^7 .. 10,000 * 2^10: the slider's doubling stops land on 10,000 exactly.
+        # 10,000 / 2^7 .. 10,000 * 2^10; the page's slider stops on round values (1-2-5 per decade).
         Param("rope_theta", "RoPE base θ", "float", default=10000.0, min=78.125,
               max=10_240_000.0, scale="log2",
               help="10,000 in the 2017 paper and Llama 2; 500,000 in Llama 3 (type it)."),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from fractions import Fraction
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -44,6 +45,11 @@ class Depends:
 
     on: str
     cases: dict = field(default_factory=dict)
+    # A value of `on` under which no case applies (a preset's "custom"). Given, the cases are
+    # pins the reader may leave: the page offers this param's range as under `release`, and
+    # moving the control switches `on` to `release` first, starting from the pinned values. The
+    # API is unchanged: a request under a pinning case must still carry the pinned value.
+    release: Any = None
 
     KEYS = frozenset({"max", "min", "allowed", "disabled", "note"})
 
@@ -52,6 +58,8 @@ class Depends:
             if not isinstance(patch, dict) or not set(patch) <= self.KEYS:
                 raise TypeError(f"Depends({self.on!r}): the case {when!r} must be a dict with "
                                 f"keys from {sorted(self.KEYS)}")
+        if self.release is not None and self.patch_for(self.release):
+            raise TypeError(f"Depends({self.on!r}): release value {self.release!r} has a case")
 
     def patch_for(self, value: Any) -> dict:
         for when, patch in self.cases.items():
@@ -61,10 +69,99 @@ class Depends:
         return {}
 
     def to_json(self) -> dict:
-        return {"on": self.on,
-                "cases": [[when, {k: (list(v) if isinstance(v, tuple) else v)
-                                  for k, v in patch.items()}]
-                          for when, patch in self.cases.items()]}
+        out = {"on": self.on,
+               "cases": [[when, {k: (list(v) if isinstance(v, tuple) else v)
+                                 for k, v in patch.items()}]
+                         for when, patch in self.cases.items()]}
+        if self.release is not None:
+            out["release"] = self.release
+        return out
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A budget several params share, as data: a sum of terms, each a coefficient times a
+    product of factors, must stay at most `budget`. A factor is a param's name, (name,
+    exponent) for a power (-1 divides), or (name, {value: number}) to map a choice to a number
+    (a dtype to its bytes). The param that carries the limit gets as its largest value the
+    largest one on its grid that keeps the sum within budget, the others held where they are
+    (the sum must grow with it):
+
+        Param("context_len", ..., limits=(
+            Limit(2 ** 27, ((1, ("context_len", "context_len", "batch", "n_heads", "head_dim")),)),))
+
+    caps T at isqrt(2^27 // (B h d)), whatever moved. Unlike `Depends`, it follows every factor
+    at once; the API (`Param.effective`) and the page (runtime.js `effective`) evaluate the same
+    data, so the slider's top is the top the API allows."""
+
+    budget: int
+    terms: tuple = ()  # ((coefficient, (factor, ...)), ...)
+    note: str = ""
+
+    def __post_init__(self):
+        if self.budget < 0 or not self.terms:
+            raise TypeError("Limit: a non-negative budget and at least one term")
+        for coef, factors in self.terms:
+            for f in factors:
+                ok = isinstance(f, str) or (
+                    isinstance(f, tuple) and len(f) == 2 and isinstance(f[0], str)
+                    and (isinstance(f[1], dict) or type(f[1]) is int))
+                if not ok or not isinstance(coef, int):
+                    raise TypeError(f"Limit: factor {f!r} must be a name, (name, exponent) or "
+                                    "(name, {value: number}), with an int coefficient")
+
+    def names(self) -> list[str]:
+        out = []
+        for _coef, factors in self.terms:
+            for f in factors:
+                n = f if isinstance(f, str) else f[0]
+                if n not in out:
+                    out.append(n)
+        return out
+
+    def total(self, values: dict) -> Fraction:
+        """The sum the budget bounds, exactly (a power of -1 divides)."""
+        out = Fraction(0)
+        for coef, factors in self.terms:
+            prod = Fraction(coef)
+            for f in factors:
+                if isinstance(f, str):
+                    prod *= values[f]
+                elif isinstance(f[1], dict):
+                    prod *= Fraction(f[1][values[f[0]]])
+                else:
+                    prod *= Fraction(values[f[0]]) ** f[1]
+            out += prod
+        return out
+
+    def top(self, param: "Param", values: dict, lo, hi) -> int:
+        """The largest value of `param` on its grid from lo to hi within budget (lo if none)."""
+        step = int(param.step or 1)
+        first = lo + (-(lo - param.min) % step)  # lo, up to param's grid
+        k_lo, k_hi = 0, max(0, (hi - first) // step)
+        fits = lambda k: self.total({**values, param.name: first + k * step}) <= self.budget  # noqa: E731
+        if not fits(0):
+            return lo
+        while k_lo < k_hi:  # binary search: the sum grows with the param
+            mid = (k_lo + k_hi + 1) // 2
+            if fits(mid):
+                k_lo = mid
+            else:
+                k_hi = mid - 1
+        return int(first + k_lo * step)
+
+    def to_json(self) -> dict:
+        def factor(f):
+            if isinstance(f, str):
+                return f
+            if isinstance(f[1], dict):
+                return [f[0], [[k, v] for k, v in f[1].items()]]
+            return [f[0], f[1]]
+        out = {"budget": self.budget,
+               "terms": [[coef, [factor(f) for f in factors]] for coef, factors in self.terms]}
+        if self.note:
+            out["note"] = self.note
+        return out
 
 
 @dataclass(frozen=True)
@@ -82,6 +179,7 @@ class Param:
     max_length: int | None = None  # for "text"
     scale: str = "linear"  # "linear" | "log2": how the page's slider moves (int/float only)
     depends: tuple[Depends, ...] = ()  # range or state that follows other params (see Depends)
+    limits: tuple[Limit, ...] = ()  # budgets shared with other params: a lower max (see Limit)
 
     def __post_init__(self):
         if self.type not in {"int", "float", "bool", "choice", "text"}:
@@ -158,11 +256,14 @@ class Param:
         return value
 
     def to_json(self) -> dict:
-        d = {k: v for k, v in asdict(self).items() if v not in (None, "", ()) and k != "depends"}
+        d = {k: v for k, v in asdict(self).items()
+             if v not in (None, "", ()) and k not in ("depends", "limits")}
         if self.type == "choice":
             d["options"] = list(self.options)
         if self.depends:
             d["depends"] = [dep.to_json() for dep in self.depends]
+        if self.limits:
+            d["limits"] = [lim.to_json() for lim in self.limits]
         return d
 
     def effective(self, others: dict, labels: dict | None = None) -> dict:
@@ -175,12 +276,21 @@ class Param:
                 out.update({k: v for k, v in patch.items() if k != "note"})
                 why = f"when {(labels or {}).get(dep.on, dep.on)} is {_plain(others.get(dep.on))}"
                 out["why"].append(why + (f" ({patch['note']})" if "note" in patch else ""))
+        for lim in self.limits:  # only a limit that binds is named
+            top = lim.top(self, others, out["min"], out["max"])
+            if top < out["max"]:
+                out["max"] = top
+                at = ", ".join(f"{(labels or {}).get(n, n)} = {_plain(others.get(n))}"
+                               for n in lim.names() if n != self.name)
+                out["why"].append(f"at {at}" + (f" ({lim.note})" if lim.note else ""))
         return out
 
     def validate_with(self, value: Any, others: dict, labels: dict | None = None) -> Any:
         """`value` (already valid on its own) against the rules other params set for it."""
+        if not self.depends and not self.limits:
+            return value
         eff = self.effective(others, labels)
-        if eff["disabled"] or not self.depends:
+        if eff["disabled"]:
             return value
         why = " and ".join(eff["why"])
         suffix = f" {why}" if why else ""
@@ -208,6 +318,12 @@ class Param:
                 if patch.get("disabled"):
                     bits.append("ignored")
                 parts.append(f"{' and '.join(bits)} when {dep.on} is {_plain(when)}")
+        for lim in self.limits:
+            terms = " + ".join(f"{coef} × " + " × ".join(
+                f if isinstance(f, str) else (f"{f[0]}^{f[1]}" if isinstance(f[1], int)
+                                              else f"bytes({f[0]})") for f in factors)
+                for coef, factors in lim.terms)
+            parts.append(f"at most the largest value with {terms} <= {lim.budget}")
         return "; ".join(parts)
 
 
@@ -249,6 +365,10 @@ class WidgetSpec:
             for dep in p.depends:
                 if dep.on not in names or dep.on == p.name:
                     raise TypeError(f"{self.name}: {p.name!r} depends on unknown param {dep.on!r}")
+            for lim in p.limits:
+                if p.type != "int" or not set(lim.names()) <= names:
+                    raise TypeError(f"{self.name}: {p.name!r} has a limit on unknown params "
+                                    f"{lim.names()!r} (or is not an int)")
         # every default setting must satisfy every rule, so the page can always start
         self.resolve({})
 
@@ -278,8 +398,8 @@ class WidgetSpec:
         values = {p.name: p.validate(body[p.name]) if p.name in body else p.default
                   for p in self.params}
         labels = {p.name: p.label for p in self.params}
-        for p in self.params:  # then the rules params set for each other (see Depends)
-            if p.depends:
+        for p in self.params:  # then the rules params set for each other (see Depends, Limit)
+            if p.depends or p.limits:
                 p.validate_with(values[p.name], values, labels)
         return values
 

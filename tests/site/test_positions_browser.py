@@ -22,7 +22,7 @@ def test_theta_and_width_recompute_live(page, server):
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
     before = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').data[1].y.slice(0, 40)")
-    move(page, "rope_theta", 20)  # log2 slider: about a million
+    move(page, "rope_theta", 13)  # the 14th round stop (1-2-5 per decade): 1,000,000
     page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'live'",
                            timeout=15_000)
     page.wait_for_function(f"""(before) => {{
@@ -40,7 +40,7 @@ def test_offline_the_baked_theta_is_drawn(page, server):
     page.route("**/api/**", lambda route: route.abort())
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
-    move(page, "rope_theta", 19)
+    move(page, "rope_theta", 12)  # 500,000, a baked value
     page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'precomputed'",
                            timeout=15_000)
 

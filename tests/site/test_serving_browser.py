@@ -43,7 +43,7 @@ def test_kv_cache_moves_through_heads_context_and_presets(page, server):
     assert value_text(page, KV, "users_fit") == "64"
     assert page.evaluate(f"document.querySelector('{KV} .tw-plot').data.length") == 6
 
-    move_slider(page, KV, "n_kv", 32)  # multi-head attention
+    move_slider(page, KV, "n_kv", 5)  # the last of 1, 2, 4, 8, 16, 32: multi-head attention
     wait_live(page, KV)
     wait_value(page, KV, "bytes_per_token", "524,288 bytes")
     wait_value(page, KV, "users_fit", "15")

@@ -138,8 +138,32 @@ def test_the_sliders_top_follows_each_other_control_in_the_spec():
         with pytest.raises(w.ParamError):
             w.SPEC.resolve({**move, "context_len": top + 1})
     listed = next(q for q in w.SPEC.to_json()["params"] if q["name"] == "context_len")
-    assert {dep["on"] for dep in listed["depends"]} == {"n_heads", "batch", "head_dim"}
+    assert "depends" not in listed  # one rule for every control at once: the spec's Limits
+    factors = [sum((t[1] for t in lim["terms"]), []) for lim in listed["limits"]]
+    assert [{x if isinstance(x, str) else x[0] for x in f} - {"context_len"}
+            for f in factors] == [{"batch", "n_heads", "dtype"}, {"batch", "n_heads", "head_dim"}]
     assert p.effective({**defaults, "n_heads": 3}, labels)["max"] == 836
+
+
+def test_the_combined_ceiling_is_the_spec_rule_for_every_setting():
+    """Several controls moved at once: the spec's effective top is the true ceiling (the page
+    evaluates the same Limits), the API accepts it and refuses one more."""
+    p = w.SPEC.param("context_len")
+    labels = {q.name: q.label for q in w.SPEC.params}
+    for h in (1, 3, 7, 20, 32):
+        for B in (1, 2, 10, 16):
+            for d in (16, 64, 160, 256):
+                for dt in w.DTYPES:
+                    setting = {"n_heads": h, "batch": B, "head_dim": d, "dtype": dt}
+                    top = max(p.effective({**setting, "context_len": 16}, labels)["max"], 16)
+                    assert top == max(w.slider_top(h, B, d, w.DTYPES[dt]), 16)
+                    # the memory rule is the reference's own largest_context
+                    assert w.LIMITS[0].top(w._T, setting, 16, 2 ** 40) == max(16, w.ac.largest_context(
+                        w.memory_budget(), h, B, w.DTYPES[dt]))
+                    if top > 16:
+                        w.SPEC.resolve({**setting, "context_len": top})
+                        with pytest.raises(w.ParamError):
+                            w.SPEC.resolve({**setting, "context_len": top + 1})
 
 
 def test_device_limits_for_health():

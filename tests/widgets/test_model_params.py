@@ -92,16 +92,22 @@ def test_preset_fills_fields_and_forbids_contradictions(client):
         for sent in (True, False):
             body = post(client, preset=preset, tied=sent)
             assert body["values"]["tied"] is ties and body["params"]["tied"] is ties
-            assert "ignored" in body["notice"]
+            # one sentence (issue 17, H10): what the preset does; the page's checkbox shows it
+            assert body["notice"] == (f"Preset {preset} {'ties' if ties else 'does not tie'} its "
+                                      "LM head to the embedding.")
     assert "notice" not in post(client, preset="custom")
     # custom starts from the fields it is given
     assert post(client, preset="custom", n_layers=64)["values"]["total_params"] != PUBLISHED["llama-2-7b"]
 
 
 @pytest.mark.parametrize("params, label", [
-    (dict(preset="custom", n_heads=24), "'query heads h' must divide 'width d_model'"),
-    (dict(preset="custom", d_model=64, n_heads=64), "must be even"),
-    (dict(preset="custom", n_kv=3), "'key/value heads' must divide"),
+    # divisibility is spec data (Depends): the 400 lists the counts the page's slider offers
+    (dict(preset="custom", n_heads=24), "'query heads h' must be one of 1, 2, 4, 8, 16, 32, 64, "
+                                        "128 when width d_model is 4096"),
+    (dict(preset="custom", d_model=64, n_heads=64), "'query heads h' must be one of 1, 2, 4, 8, "
+                                                    "16, 32 when width d_model is 64"),
+    (dict(preset="custom", n_kv=3), "'key/value heads' must be one of 1, 2, 4, 8, 16, 32 when "
+                                    "query heads h is 32"),
     (dict(preset="custom", n_layers=0), "'layers L' must be from 1 to 128"),
     (dict(preset="gpt-5"), "'model' must be one of"),
 ])

@@ -65,3 +65,72 @@ def test_slider_range_named(client):
 def test_parameter_budget(client):
     msg = error(client, n_layers=4, d_model=256, n_heads=8, n_kv=8, d_ff=1024, vocab=4096)
     assert "1,000,000" in msg and "vocabulary |Σ|" in msg
+
+
+def test_the_budget_formula_is_the_books_count():
+    """The spec's Limit restates count_parameters as data: pinned to it, exactly."""
+    import itertools
+
+    from backend.reference.counting import count_parameters
+    from backend.widgets import parity as w
+
+    for V, d, L, h, kv, ff, tied in itertools.product((16, 4096), (16, 48, 256), (1, 4), (1, 2, 8),
+                                                      (1, 2), (8, 1024), (False, True)):
+        setting = {"vocab": V, "d_model": d, "n_layers": L, "n_heads": h, "n_kv": kv, "d_ff": ff,
+                   "tied": tied, "seq_len": 16, "rope_theta": 1e4, "seed": 0}
+        if d % h or (d // h) % 2 or h % kv:
+            continue
+        assert w.BUDGET.total(setting) == count_parameters(w.config_of(setting) if
+                                                           w.BUDGET.total(setting) <= w.MAX_PARAMS
+                                                           else _cfg(setting)).total
+
+
+def _cfg(s):
+    from backend.reference.config import ModelConfig
+    return ModelConfig(vocab_size=s["vocab"], d_model=s["d_model"], n_layers=s["n_layers"],
+                       n_heads=s["n_heads"], n_kv_heads=s["n_kv"], d_ff=s["d_ff"],
+                       max_seq_len=16, tie_embeddings=s["tied"])
+
+
+def test_no_slider_reaches_a_model_over_the_budget():
+    """Issue 17: vocab 2464 was offered and refused. Every slider that grows the model stops at
+    the budget: its top is accepted (the live check's own count) and one step more is refused."""
+    import random
+
+    from backend.widgets import parity as w
+
+    labels = {p.name: p.label for p in w.SPEC.params}
+    rng = random.Random(17)
+    grown = ("n_layers", "d_model", "n_kv", "d_ff", "vocab")
+    checked = 0
+    for _ in range(60):
+        s = w.SPEC.defaults()
+        s.update(n_layers=rng.randint(1, 4), d_model=rng.choice(range(16, 257, 16)),
+                 d_ff=rng.choice(range(8, 1025, 4)), vocab=rng.choice(range(16, 4097, 16)),
+                 tied=rng.random() < 0.5)
+        s["n_heads"] = rng.choice(w.head_counts(s["d_model"]))
+        s["n_kv"] = rng.choice(w.kv_counts(s["n_heads"]))
+        try:
+            w.config_of(w.SPEC.resolve(s))
+        except w.ParamError:
+            continue  # a setting the page cannot reach: some slider would have stopped
+        for name in grown:
+            p = w.SPEC.param(name)
+            eff = p.effective(s, labels)
+            legal = [v for v in (eff["allowed"] or range(int(eff["min"]), int(eff["max"]) + 1))
+                     if eff["min"] <= v <= eff["max"] and (v - p.min) % (p.step or 1) == 0
+                     and (name != "d_model" or s["n_heads"] in w.head_counts(v))]
+            top = max(legal)
+            w.config_of(w.SPEC.resolve({**s, name: top}))  # accepted
+            checked += 1
+            over = top + (p.step or 1)
+            if over <= p.max and eff["allowed"] is None and name != "d_model":
+                with pytest.raises(w.ParamError) as err:
+                    w.config_of(w.SPEC.resolve({**s, name: over}))
+                assert "1,000,000" in str(err.value)
+    assert checked > 100
+    # the reviewer's case: the vocabulary slider stops below the budget, with words
+    s = {**w.SPEC.defaults(), "d_model": 192, "d_ff": 512, "n_layers": 2}
+    eff = w.SPEC.param("vocab").effective(s, labels)
+    assert eff["max"] < 2464 and "at most 1,000,000 parameters" in eff["why"][0]
+    w.config_of(w.SPEC.resolve({**s, "vocab": eff["max"]}))

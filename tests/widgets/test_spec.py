@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
+from backend.widgets.spec import Depends, Limit, Output, Param, ParamError, WidgetSpec
 
 TEXT = Param("text", "sentence", "text", default="hello", max_length=20)
 CHOICE = Param("model", "model", "choice", default="book", options=("book", "minilm"))
@@ -167,3 +167,53 @@ def test_widget_blocks_get_instance_keys_and_explicit_ids():
     for bad in ({"id": "attention_scaling"}, {"id": "has space"}, {"id": "second-look"}):
         with pytest.raises(PluginError):
             hook.instance_key("attention_map", bad, seen, "p.md")
+
+
+def _limited():
+    budget = Limit(1000, ((1, ("x", "x", "b", ("kind", {"small": 1, "big": 4}))),
+                          (2, ("x", "b", ("d", -1)))), note="the budget")
+    return WidgetSpec(name="lim", title="t", params=(
+        Param("x", "x", "int", default=4, min=2, max=100, step=2, limits=(budget,)),
+        Param("b", "b", "int", default=1, min=1, max=10, step=1),
+        Param("d", "d", "int", default=2, min=1, max=4, step=1),
+        Param("kind", "kind", "choice", default="small", options=("small", "big")),
+    ))
+
+
+def test_a_limit_caps_a_param_by_every_factor_at_once():
+    spec = _limited()
+    x = spec.param("x")
+    labels = {p.name: p.label for p in spec.params}
+    for b in range(1, 11):
+        for d in range(1, 5):
+            for kind, k in (("small", 1), ("big", 4)):
+                setting = {"x": 2, "b": b, "d": d, "kind": kind}
+                want = max([v for v in range(2, 101, 2) if v * v * b * k + 2 * v * b / d <= 1000],
+                           default=2)  # on the grid; the min when nothing fits
+                eff = x.effective(setting, labels)
+                assert eff["max"] == want
+                if want < 100:
+                    assert eff["why"] == [f"at b = {b}, kind = {kind}, d = {d} (the budget)"]
+                    with pytest.raises(ParamError, match="the budget"):
+                        spec.resolve({**setting, "x": want + 2})
+                spec.resolve({**setting, "x": want})
+    listed = spec.to_json()["params"][0]["limits"][0]
+    assert listed == {"budget": 1000, "note": "the budget", "terms": [
+        [1, ["x", "x", "b", ["kind", [["small", 1], ["big", 4]]]]], [2, ["x", "b", ["d", -1]]]]}
+
+
+def test_a_limit_names_known_params_and_sits_on_an_int():
+    budget = Limit(10, ((1, ("y",)),))
+    with pytest.raises(TypeError):
+        WidgetSpec(name="bad", title="t", params=(
+            Param("x", "x", "int", default=1, min=1, max=9, step=1, limits=(budget,)),))
+    with pytest.raises(TypeError):
+        Limit(10, ((1, (("x", 0.5),)),))
+
+
+def test_a_release_is_serialised_and_must_not_be_a_pinned_case():
+    dep = Depends("preset", {"a": {"min": 3, "max": 3}}, release="custom")
+    assert dep.to_json()["release"] == "custom"
+    assert "release" not in Depends("preset", {"a": {"min": 3, "max": 3}}).to_json()
+    with pytest.raises(TypeError):
+        Depends("preset", {"custom": {"min": 3, "max": 3}}, release="custom")
