@@ -85,7 +85,7 @@ def test_jump_link_lands_on_the_figure(page, server):
     open_page(page, server, SCALING, W)
     link = page.locator("article .tw-jump a")
     assert link.count() == 1
-    assert link.get_attribute("href") == "#widget-attention_scaling"
+    assert link.get_attribute("href").endswith(SCALING + "#widget-attention_scaling")
     link.click()
     page.wait_for_timeout(800)
     top = page.evaluate(f"document.querySelector('{W}').getBoundingClientRect().top")
