@@ -196,7 +196,7 @@
       var c = rgba(stop[1]);
       if (!c || c[3] >= 1) return stop;
       var mix = [0, 1, 2].map(function (i) { return Math.round(c[i] * c[3] + under[i] * (1 - c[3])); });
-      return [stop[0], "rgb(" + mix.join(",") + ")"];
+      return [stop[0], "rgb(" + mix.join(", ") + ")"];  // as getComputedStyle writes it
     });
   }
 
