@@ -225,13 +225,15 @@ def test_at_the_top_the_fused_kernel_is_faster(dtype):
     assert v["fastest_fused"] < v["fastest_eager"]
 
 
-# "The fused kernel is not faster everywhere. At short contexts with a big batch and many heads,
-# the CPU's fused kernel can be the slower one. Try batch 16 and 32 heads of size 16 at T = 45."
-# Fastest runs: load only adds time, and the measured gap is about 2x.
-def test_at_a_short_context_with_many_heads_the_fused_kernel_loses():
-    v = values(context_len=45, batch=16, n_heads=32, head_dim=16)
-    assert v["fastest_fused"] > v["fastest_eager"]
-    assert v["peak_bytes_fused"] < v["peak_bytes_eager"]  # "its advantage is memory first"
+# "At short contexts with a big batch and many heads its lead is smaller than at the top of the
+# slider. Try batch 16 and 32 heads of size 16 at T = 45." (Whether it loses there depends on the
+# CPU: on this build machine it won by 1.6x there and by 3.1x at the top; an earlier one lost.)
+def test_at_a_short_context_with_many_heads_the_fused_lead_is_smaller():
+    short = values(context_len=45, batch=16, n_heads=32, head_dim=16)
+    top = values(context_len=TOP)
+    lead = lambda v: v["fastest_eager"] / v["fastest_fused"]  # noqa: E731
+    assert lead(short) < lead(top)
+    assert short["peak_bytes_fused"] < short["peak_bytes_eager"]  # "its advantage is memory first"
 
 
 # "On a CPU it is a fixed, stated 512 MiB ...; that allows T = 5,792 at one head and batch 1.
