@@ -226,8 +226,8 @@ def test_at_the_top_the_fused_kernel_is_faster(dtype):
 
 
 # "At short contexts with a big batch and many heads its lead is smaller than at the top of the
-# slider. Try batch 16 and 32 heads of size 16 at T = 45." (Whether it loses there depends on the
-# CPU: on this build machine it won by 1.6x there and by 3.1x at the top; an earlier one lost.)
+# slider. Try batch 16 and 32 heads of size 16 at T = 45." (Measured on the build machine: a lead
+# of 1.6x there against 3.1x at the top; on a9a2140's machine it lost there, a smaller lead still.)
 def test_at_a_short_context_with_many_heads_the_fused_lead_is_smaller():
     short = values(context_len=45, batch=16, n_heads=32, head_dim=16)
     top = values(context_len=TOP)
