@@ -184,8 +184,11 @@ def test_the_random_models_fixed_cost_per_call_dominates_its_rows():
     assert all_at_once < 400 * one / 5
 
 
-def test_the_notebooks_bare_tensor_model_gains_far_more_at_400_steps():
-    """Exercise 1 measures 'a far larger speed-up at the same 400 steps than the widget does'."""
+def test_the_notebooks_bare_tensor_model_gains_more_at_400_steps():
+    """Exercise 1 measures 'a larger speed-up at the same 400 steps than the widget does'.
+
+    'Far larger' (1.5x the widget's) held here but not on a CI machine (3.5x against 2.5x), so
+    the sentence claims only the order."""
     nb = json.loads((ROOT / "docs/exercises/llm101-08-kv-cache.ipynb").read_text())
     code = [''.join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     ns: dict = {}
@@ -198,7 +201,7 @@ def test_the_notebooks_bare_tensor_model_gains_far_more_at_400_steps():
         torch.set_num_threads(before)
     assert (ns["rows_no"], ns["rows_c"]) == (80_200, 400) and ns["ids_no"] == ns["ids_c"]
     notebook = ns["ms_no"] / ns["ms_c"]
-    assert notebook > 1.5 * values(steps=400)["speedup"]
+    assert notebook > values(steps=400)["speedup"]
 
 
 def test_output_tokens_are_priced_above_input_in_the_linked_example():

@@ -28,6 +28,34 @@ def values(**params):
     return w.compute(w.SPEC.resolve(params))["values"]
 
 
+def pooled(length, width, fresh=2):
+    """The page's timing at (length, width) pooled with `fresh` new measurements of it.
+
+    Load only adds time, so more runs can only bring the fastest run nearer the undisturbed
+    time. The ordering tests below re-time a setting this way when the page's own timing (one
+    measurement per worker, fastest of 7 to 31 runs) breaks an ordering the prose states: on an
+    idle 2-core VM, sub-0.1 ms loops were seen out of order once in a few runs of this file."""
+    t = w.measure(length, width)
+    seq, par = t.sequential_ms, t.parallel_ms
+    for _ in range(fresh):
+        more = w.measure.__wrapped__(length, width)
+        seq, par = seq + more.sequential_ms, par + more.parallel_ms
+    return r.Timing(seq, par)
+
+
+def ordered(key, settings):
+    """values(...)[key] at each setting; wherever a neighbour is not above the one before, both
+    are re-timed with pooled runs."""
+    pick = {"ms_sequential": lambda t: t.ms_sequential, "ms_parallel": lambda t: t.ms_parallel,
+            "speedup": lambda t: t.speedup}[key]
+    got = [values(**s)[key] for s in settings]
+    for i in range(len(got) - 1):
+        if not got[i + 1] > got[i]:
+            got[i] = pick(pooled(settings[i]["length"], settings[i]["width"]))
+            got[i + 1] = pick(pooled(settings[i + 1]["length"], settings[i + 1]["width"]))
+    return got
+
+
 def gradient(factor, length):
     return values(factor=factor, length=length, width=16)["gradient_product"]
 
@@ -129,15 +157,17 @@ WIDTH_STOPS = [2 ** i for i in range(4, 10)]    # where the width slider stops: 
 @pytest.mark.parametrize("width", WIDTH_STOPS)
 def test_the_loop_is_slower_at_every_stop_of_both_sliders(width):
     for length in LENGTH_STOPS:
-        v = values(length=length, width=width)
-        assert v["ms_sequential"] > v["ms_parallel"], (length, width, v["speedup"])
+        speedup = values(length=length, width=width)["speedup"]
+        if not speedup > 1:
+            speedup = pooled(length, width).speedup
+        assert speedup > 1, (length, width, speedup)
 
 
 # "every doubling of the length makes the loop slower, at every width" / "move it up one stop at
 # a time and the loop's bar grows at every one"
 @pytest.mark.parametrize("width", WIDTH_STOPS)
 def test_the_loops_time_climbs_at_every_stop_of_the_length_slider(width):
-    times = [values(length=n, width=width)["ms_sequential"] for n in LENGTH_STOPS]
+    times = ordered("ms_sequential", [dict(length=n, width=width) for n in LENGTH_STOPS])
     assert all(b > a for a, b in zip(times, times[1:])), times
 
 
@@ -145,6 +175,8 @@ def test_the_loops_time_climbs_at_every_stop_of_the_length_slider(width):
 @pytest.mark.parametrize("width", WIDTH_STOPS)
 def test_the_speedup_is_smallest_at_one_step(width):
     ups = [values(length=n, width=width)["speedup"] for n in LENGTH_STOPS]
+    if ups[0] != min(ups):
+        ups = [pooled(n, width).speedup for n in LENGTH_STOPS]
     assert ups[0] == min(ups), ups
 
 
@@ -160,11 +192,15 @@ def test_at_width_16_a_step_is_almost_all_fixed_cost():
 
 
 # "At width 512 a step took 95 µs, and the fixed cost seen at width 16 is a small part of
-# that" and "At the default width 256 a step took 12 µs, not far above the fixed cost."
+# that" and "At the default width 256 a step took 12 µs, between the two." ("Not far above the
+# fixed cost" held here, 12 against 7.6 µs, but not on a CI machine, 63 against 16 µs.)
 def test_what_a_step_costs_at_widths_512_and_256():
-    fixed = values(length=100, width=16)["us_per_step"]
-    assert fixed < 0.25 * values(length=100, width=512)["us_per_step"]
-    assert values(length=100, width=256)["us_per_step"] < 2.5 * fixed
+    fixed, middle, widest = (1000 / 100 * t for t in ordered(
+        "ms_sequential", [dict(length=100, width=d) for d in (16, 256, 512)]))
+    if not fixed < 0.25 * widest:
+        fixed, widest = (1000 / 100 * pooled(100, d).ms_sequential for d in (16, 512))
+    assert fixed < 0.25 * widest
+    assert fixed < middle < widest
 
 
 # "a parallel scan computes all T states in about log2 T rounds" for a linear recurrence
