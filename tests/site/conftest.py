@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+# The browser tests share their page helpers (widget_page.py); pytest runs with
+# --import-mode=importlib, which puts no test folder on sys.path by itself.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 CHROMIUM = os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync",
