@@ -375,6 +375,8 @@ def test_a_key_that_is_not_the_word():
         assert p["scores"][2][j] == pytest.approx(X[2, 0].item() * X[j, 2].item(), abs=1e-12)
     waters = [row[0] for row in RIVER["vectors"]]
     assert waters.index(min(waters)) == 0                       # "the" has the least water
+    generics = [row[2] for row in RIVER["vectors"]]
+    assert generics.index(max(generics)) == 0                   # and is the most generic
     assert max(p["weights"]) == p["weights"][0] > RIVER["weights"][0]
     assert p["weights"][2] < RIVER["weights"][2]
     for row in p["matrix"]:
