@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import torch
+
 from backend.reference import river_bank as rb
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
@@ -60,6 +62,12 @@ SPEC = WidgetSpec(
     + tuple({"neighbour": CUSTOM, name: v} for name in ("water", "money")
             for v in (-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0)),
 )
+
+# The chapter's learned-projection example ("Queries, keys and values"): queries and values are
+# the words themselves (W_Q = W_V = I), and every key is only its word's generic number, moved
+# into the first slot: k_j = (generic_j, 0, 0, 0). What a word is found by is no longer what it
+# contains, and the score table stops being symmetric.
+W_K_GENERIC = tuple(tuple(1.0 if (i, j) == (2, 0) else 0.0 for j in range(4)) for i in range(4))
 
 TIE = 1e-12  # |water - money| below this is a tie: it happens exactly when the inputs are symmetric
 
@@ -114,11 +122,24 @@ def compute(params: dict) -> dict:
         # each word's score with itself minus its best score with another word (row by row)
         "self_margin": [scores[i, i].item() - max(scores[i, j].item() for j in range(3) if j != i)
                         for i in range(3)],
+        "projected": _projected(words),
         "custom_in_play": name == CUSTOM,
         "custom_moved": any(params[p] != d for p, d in CUSTOM_PARAMS),
     }
     return {"values": values, "figure": _figure(values, params["scaled"]),
             "summary": _summary(values, params["scaled"]), "table": _table(values, params["scaled"])}
+
+
+def _projected(words) -> dict:
+    """self_attention with W_Q = W_V = I and W_K = W_K_GENERIC, always divided by sqrt(d_k)."""
+    eye = torch.eye(4, dtype=words.dtype)
+    w_k = torch.tensor(W_K_GENERIC, dtype=words.dtype)
+    out, A = rb.self_attention(words, eye, w_k, eye)                  # (3, 4), (3, 3)
+    keys = words @ w_k                                                # (3, 4)
+    scores = words @ keys.T                                           # (3, 3) q_i . k_j
+    return {"keys": keys.tolist(), "scores": scores.tolist(), "matrix": A.tolist(),
+            "weights": A[-1].tolist(), "bank_after": {"water": out[-1, 0].item(),
+                                                      "money": out[-1, 1].item()}}
 
 
 def _summary(v: dict, scaled: bool) -> str:

@@ -146,10 +146,12 @@ def _ms(x: float) -> str:
 
 
 def _summary(T, d, factor, v) -> str:
-    return (f"At {T} steps of width {d}, the loop took {_ms(v['ms_sequential'])} and the single "
+    steps = "1 step" if T == 1 else f"{T} steps"
+    each = "at its one step" if T == 1 else f"at each of the {T} steps"
+    return (f"At {steps} of width {d}, the loop took {_ms(v['ms_sequential'])} and the single "
             f"product {_ms(v['ms_parallel'])} (fastest of {v['repeats']} runs each on "
             f"{v['measured_on']}), a speed-up of {v['speedup']:.1f}×. A gradient multiplied by "
-            f"{factor:g} at each of the {T} steps ends at {v['gradient_product']:.3g}.")
+            f"{factor:g} {each} ends at {v['gradient_product']:.3g}.")
 
 
 def _table(v) -> dict:

@@ -78,8 +78,8 @@ def test_below_one_shrinks_above_one_grows_at_every_stop_of_the_slider(factor):
         assert set(curve) == {1.0}
 
 
-# "So a hundred factors of 0.9 leave 2.66e-05 of the gradient (the LLM-101 handout prints it to
-# five decimals, as 0.00003), and a hundred factors of 1.1 multiply it by 13,781"
+# "So a hundred factors of 0.9 leave 2.66e-05 of the gradient, and a hundred factors of 1.1
+# multiply it by 13,781"; the sources note: "0.00003" is that rounded to five decimals.
 def test_the_handouts_numbers_at_the_chapters_settings():
     assert f"{gradient(0.9, 100):.3g}" == "2.66e-05"
     assert f"{gradient(0.9, 100):.5f}" == "0.00003"
@@ -101,7 +101,7 @@ def test_a_factor_of_one_carries_the_gradient_back_undiminished(length):
 
 
 # Exercise 2's answer: 0.999 ** n reaches 0.9 ** 100 (the 2.66e-05 the exercise shows, not the
-# rounded 0.00003, which would give 10,409) at n of about 10,531.
+# rounded 0.00003, which would give 10,409, as the sources note says) at n of about 10,531.
 def test_exercise_2_answer():
     target = gradient(0.9, 100)
     assert round(100 * math.log(0.9) / math.log(0.999)) == 10_531
@@ -239,15 +239,107 @@ def test_attention_without_a_mask_is_blind_to_order_and_with_one_is_not():
     assert (causal_shuffled - causal[:, :, perm]).abs().max() > 0.1
 
 
-# "Moving the factor re-times nothing"
+# _compute/recurrence.md: "moving the factor slider re-times nothing"
 def test_moving_the_factor_keeps_the_measurement():
     a, b = values(factor=0.6), values(factor=1.4)
     for key in ("runs_sequential", "runs_parallel", "ms_sequential", "ms_parallel", "speedup"):
         assert a[key] == b[key]
 
 
-# "the widget below says which device produced the numbers it shows"
+# _compute/recurrence.md: "The values and the summary say which device, dtype and PyTorch
+# version produced the numbers"
 def test_the_values_say_where_they_were_measured():
     v = values()
     assert v["device"] in v["measured_on"] and v["dtype"] in v["measured_on"]
     assert torch.__version__ in v["measured_on"]
+    body = w.compute(w.SPEC.resolve({}))
+    assert v["measured_on"] in body["summary"]
+
+
+# "At the default setting the widget keeps the fastest of 20 runs of each. Small problems get
+# more runs than large ones" and "Every setting of the sliders, up to 1,024 steps of width 512,
+# is inside the widget's work budget, so no setting is refused."
+def test_small_problems_get_more_runs_and_every_corner_is_in_the_budget():
+    assert values()["repeats"] >= w.repeats_for(100, 256)
+    runs = [w.repeats_for(n, d) for n, d in ((1, 16), (100, 256), (1024, 512))]
+    assert runs[0] > runs[1] > runs[2]
+    assert 1024 * 512 ** 2 <= w.MAX_WORK
+
+
+# The summary: "At 1 step of width 16", not "At 1 steps".
+def test_the_summary_counts_steps_in_the_singular_and_plural():
+    one = w.compute(w.SPEC.resolve({"length": 1, "width": 16}))["summary"]
+    many = w.compute(w.SPEC.resolve({"length": 2, "width": 16}))["summary"]
+    assert one.startswith("At 1 step of width 16,") and "each of the 1 step" not in one
+    assert many.startswith("At 2 steps of width 16,")
+
+
+# ------------------------------------------------------------ the table: RNN against attention
+
+def mm_calls_and_flops(fn):
+    """How many matrix products fn runs, and their FLOPs (PyTorch's counter: 2 per multiply-add)."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    counts = counter.get_flop_counts()["Global"]
+    calls = {}
+
+    class Count(torch.utils._python_dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            if name in ("mm", "bmm", "matmul", "addmm", "mv", "dot"):
+                calls[name] = calls.get(name, 0) + 1
+            return func(*args, **(kwargs or {}))
+    with Count():
+        fn()
+    return sum(calls.values()), counter.get_total_flops(), counts
+
+
+def attention_layer(T, d, g):
+    from backend.reference import river_bank as rb
+    x = torch.randn(T, d, generator=g)
+    w_q, w_k, w_v = (torch.randn(d, d, generator=g) for _ in range(3))
+    return lambda: rb.self_attention(x, w_q, w_k, w_v)
+
+
+def attention_flops(T, d):
+    """(projection FLOPs, table FLOPs) of one head as wide as the model."""
+    total = mm_calls_and_flops(attention_layer(T, d, torch.Generator().manual_seed(0)))[1]
+    projections = 3 * 2 * T * d * d
+    return projections, total - projections
+
+
+# "The T d² in both columns is products with d × d weight matrices ... The T² d is attention's
+# own" and "the table's 2T²d multiply-adds overtake the projections' 3Td² once T is more than 1.5
+# times d" and "Doubling the text doubles the first term and quadruples the second"
+@pytest.mark.parametrize("d", [16, 64])
+def test_the_cost_row_of_the_table(d):
+    for T in (d // 2, d, 3 * d // 2, 2 * d):
+        projections, table = attention_flops(T, d)
+        assert table == 2 * 2 * T * T * d                     # 2 T^2 d multiply-adds
+        if 2 * T < 3 * d:
+            assert table < projections                        # a short text: projections cost more
+        elif 2 * T > 3 * d:
+            assert table > projections                        # a long one: the table does
+        else:
+            assert table == projections
+    p1, t1 = attention_flops(d // 2, d)
+    p2, t2 = attention_flops(d, d)
+    assert p2 == 2 * p1 and t2 == 4 * t1
+    rnn = [mm_calls_and_flops(lambda: r.one_after_another(*problem(T, d)))[1] for T in (8, 16)]
+    assert rnn[1] == 2 * rnn[0] == 2 * 2 * 16 * d * d         # the RNN's 2 T d^2: doubles
+
+
+def problem(T, d):
+    X, _, W_h, W_x, b = r.random_problem(T, d, torch.Generator().manual_seed(0))
+    return X, W_h, W_x, b
+
+
+# "steps that must run one after another: O(T) against O(1)" and the check-yourself answer: "all
+# T²d multiply-adds of a layer are a few large, independent products ..., while the RNN's T d²
+# come as T small products that must run one after another"
+@pytest.mark.parametrize("T", [4, 32])
+def test_the_steps_in_a_row_row_of_the_table(T):
+    rnn_calls = mm_calls_and_flops(lambda: r.one_after_another(*problem(T, 16)))[0]
+    attn_calls = mm_calls_and_flops(attention_layer(T, 16, torch.Generator().manual_seed(1)))[0]
+    assert rnn_calls == 2 * T                                 # two small products per step
+    assert attn_calls == 5                                    # Q, K, V, scores, mix: any T

@@ -357,3 +357,55 @@ def test_the_spread_of_a_dot_product_grows_as_the_square_root_of_d_k():
         spread = (q * k).sum(-1).std().item()
         assert spread == pytest.approx(math.sqrt(d_k), rel=0.03)
         assert ((q * k).sum(-1) / math.sqrt(d_k)).std().item() == pytest.approx(1, rel=0.03)
+
+
+# ---------------------------------------------------------------- a key that is not the word
+
+def test_a_key_that_is_not_the_word():
+    """'pick W_K so that every word's key is its generic number alone, moved into the first place'
+    ... 'its score for a word is bank's water number times that word's generic number' ...
+    '"the", the word with the least water, now gets bank's largest weight' ... 'bank keeps
+    0.176 for itself instead of 0.557' ... 'every word's row of weights now puts its largest
+    weight on "the"' ... 'the scores are no longer symmetric'."""
+    p = RIVER["projected"]
+    X = rb.sentence(rb.WORDS["river"])
+    for j in range(3):
+        assert p["keys"][j] == [X[j, 2].item(), 0.0, 0.0, 0.0]
+    for j in range(3):
+        assert p["scores"][2][j] == pytest.approx(X[2, 0].item() * X[j, 2].item(), abs=1e-12)
+    waters = [row[0] for row in RIVER["vectors"]]
+    assert waters.index(min(waters)) == 0                       # "the" has the least water
+    generics = [row[2] for row in RIVER["vectors"]]
+    assert generics.index(max(generics)) == 0                   # and is the most generic
+    assert max(p["weights"]) == p["weights"][0] > RIVER["weights"][0]
+    assert p["weights"][2] < RIVER["weights"][2]
+    for row in p["matrix"]:
+        assert max(row) == row[0]
+    S = torch.tensor(p["scores"])
+    assert not torch.allclose(S, S.T) and p["scores"][1][0] > 10 * p["scores"][0][1]
+    # the values are the words themselves: bank after is its weights times the words
+    after = torch.tensor(p["weights"], dtype=torch.float64) @ X
+    assert p["bank_after"]["water"] == pytest.approx(after[0].item(), abs=1e-12)
+    # and the same with the reference layer, divided by sqrt(d_k) = 2
+    expected = torch.softmax(S.double() / 2, dim=-1)
+    torch.testing.assert_close(torch.tensor(p["matrix"], dtype=torch.float64), expected)
+
+
+def test_the_projected_example_does_not_depend_on_the_widgets_settings_beyond_the_words():
+    """The example is the chapter's fixed 'the river bank'; the division toggle does not touch it."""
+    assert run(scaled=False)["projected"] == RIVER["projected"]
+
+
+# ---------------------------------------------------------------- notes on the sources
+
+def test_the_sources_note():
+    """'The fourth number, 0 for every word, changes no score' and 'True of the vector as a
+    whole ..., not of every number in it: bank's water number is slightly higher undivided'."""
+    X3 = torch.tensor([w[:3] for w in (rb.WORDS["the"], rb.WORDS["river"], rb.WORDS["bank"])],
+                      dtype=torch.float64)
+    torch.testing.assert_close((X3 @ X3[-1]).tolist(), RIVER["scores"])
+    assert UNSCALED["moved"] < RIVER["moved"]
+    assert UNSCALED["water_after"] > RIVER["water_after"]
+    assert [round(x, 3) for x in RIVER["weights"]] == [0.137, 0.306, 0.557]
+    assert [round(x, 3) for x in UNSCALED["weights"]] == [0.045, 0.221, 0.734]
+    assert (round(RIVER["bank_after"]["water"], 2), round(RIVER["bank_after"]["money"], 2)) == (1.73, 0.93)
