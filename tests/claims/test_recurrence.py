@@ -171,13 +171,15 @@ def test_the_loops_time_climbs_at_every_stop_of_the_length_slider(width):
     assert all(b > a for a, b in zip(times, times[1:])), times
 
 
-# "The speed-up is smallest at one step, at every width."
+# "The speed-up grows with the length: at every width it is more than twice as large at 1,024
+# steps as at one step." ("Smallest at one step" was a coin toss at width 512: 1.34x at one
+# step against 1.33x at two, on an idle machine.)
 @pytest.mark.parametrize("width", WIDTH_STOPS)
-def test_the_speedup_is_smallest_at_one_step(width):
-    ups = [values(length=n, width=width)["speedup"] for n in LENGTH_STOPS]
-    if ups[0] != min(ups):
-        ups = [pooled(n, width).speedup for n in LENGTH_STOPS]
-    assert ups[0] == min(ups), ups
+def test_the_speedup_at_1024_steps_is_more_than_twice_that_at_one(width):
+    one, longest = (values(length=n, width=width)["speedup"] for n in (1, 1024))
+    if not longest > 2 * one:
+        one, longest = (pooled(n, width).speedup for n in (1, 1024))
+    assert longest > 2 * one, (width, one, longest)
 
 
 # "At width 16 ... a step of the loop took 7.6 µs. That is the framework's fixed cost per step
