@@ -87,10 +87,12 @@ redis:
 	  $(SUDO) apt-get update && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends redis-server; }
 
-## prewarm: compute every baked point and the chapters' settings into the configured cache
-## (BOOK_CACHE_URL=redis://...), or into a running server: `make prewarm URL=http://host:8000`
+## prewarm: compute every baked point and the chapters' settings into the shared cache
+## (BOOK_CACHE_URL=redis://..., computed here), else through `make serve`'s server on
+## http://127.0.0.1:$(PORT), or through another: `make prewarm URL=http://host:8080`. Without a
+## shared cache a server's workers each keep their own, and the report says it warmed only some
 prewarm: $(VENV)/.installed
-	$(BIN)/python -m backend.prewarm $(if $(URL),--url $(URL))
+	$(BIN)/python -m backend.prewarm $(if $(URL),--url $(URL),$(if $(BOOK_CACHE_URL),,--url http://127.0.0.1:$(PORT)))
 
 clean:
 	rm -rf site .cache

@@ -5,10 +5,18 @@ arguments), so the first reader of a lecture never waits for a computation.
     python -m backend.prewarm                 # into BOOK_CACHE_URL's Redis, computed here
     python -m backend.prewarm --url http://127.0.0.1:8000   # through a running server's API
 
-An in-process cache lives inside each server worker, so with no Redis the only way to warm it
-is over HTTP (`--url`); each of the server's workers has its own cache then, and warming fills
-the one that answers. Prints how many settings were warmed, how many were already cached, and
-the time taken; exits 1 if any failed.
+(`make prewarm` is the second form for `make serve`'s server, or the first when BOOK_CACHE_URL
+is set; `make prewarm URL=...` names another server.)
+
+Only a cache every server worker reads can be warmed for all of them. With BOOK_CACHE_URL
+(Redis) every worker and replica shares one, so one pass warms them all. Without it, each worker
+keeps its own cache in memory, which no other process can reach: over HTTP a setting lands in
+the cache of whichever worker answered. So after warming a server, a few light settings are
+asked again on fresh connections; any that is computed again shows that the server's workers do
+not share a cache, and the report says so instead of implying the whole server is warm.
+
+Prints how many settings were warmed, how many were already cached, and the time taken; exits
+1 if any failed.
 """
 
 from __future__ import annotations
@@ -107,8 +115,7 @@ def warm_cache(todo) -> dict:
 
 def warm_server(todo, url: str, timeout: float = 120.0) -> dict:
     """POST each point to a running server, which computes and caches it."""
-    base = url.rstrip("/")
-    base = base if base.endswith("/api") else base + "/api"
+    base = _api(url)
     counts = {"warmed": 0, "already": 0, "failed": 0}
     for name, params in todo:
         body = json.dumps(params).encode()
@@ -134,6 +141,57 @@ def warm_server(todo, url: str, timeout: float = 120.0) -> dict:
     return counts
 
 
+RECHECK_SETTINGS = 12  # light settings asked again after warming a server over HTTP
+RECHECK_ASKS = 3       # each on a fresh connection, which any worker may accept
+
+
+def recheck(todo, url: str, timeout: float = 30.0) -> dict:
+    """Ask a few light, just-warmed settings again on fresh connections: how many were computed
+    again? With one shared cache (Redis) none is; with one cache per worker, a request that a
+    different worker accepts computes the setting again. The light settings are spread over the
+    list, so a cache too small for the book's settings shows up too."""
+    from backend.widgets import REGISTRY
+
+    light = [(n, p) for n, p in todo if REGISTRY[n].SPEC.cost_hint == "light"]
+    step = max(1, len(light) // RECHECK_SETTINGS)
+    sample = light[::step][:RECHECK_SETTINGS]
+    out = {"settings": len(sample), "asks": 0, "computed_again": 0, "failed": 0}
+    for name, params in sample:
+        for _ in range(RECHECK_ASKS):
+            req = urllib.request.Request(_api(url) + f"/widgets/{name}", method="POST",
+                                         data=json.dumps(params).encode(),
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=timeout) as resp:  # a new connection
+                    cached = json.load(resp).get("cached")
+            except (OSError, ValueError):  # HTTPError (429, 503) is an OSError: not a verdict
+                out["failed"] += 1
+                continue
+            out["asks"] += 1
+            out["computed_again"] += not cached
+    return out
+
+
+def recheck_report(check: dict) -> str:
+    if not check["asks"]:
+        return "could not ask any setting again, so whether every worker is warm is unknown"
+    if not check["computed_again"]:
+        return (f"asked {check['settings']} light settings again, {check['asks']} times on new "
+                "connections: every answer came from the cache")
+    return (f"asked {check['settings']} light settings again, {check['asks']} times on new "
+            f"connections: {check['computed_again']} were computed again. This server's workers "
+            "do not share one cache (without BOOK_CACHE_URL each worker keeps its own, in "
+            "memory), so a setting is warm only in the workers "
+            "that answered it. To warm every worker, run the server and this pre-warm with "
+            "BOOK_CACHE_URL=redis://... (the instructors' page shows how), or serve with one "
+            "worker (WEB_CONCURRENCY=1)")
+
+
+def _api(url: str) -> str:
+    base = url.rstrip("/")
+    return base if base.endswith("/api") else base + "/api"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m backend.prewarm", description=__doc__.split(
         "\n\n")[0])
@@ -147,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.url and not cache_url:
         print("nothing to warm: with no BOOK_CACHE_URL each server worker keeps its own "
               "in-process cache, which another process cannot fill. Set BOOK_CACHE_URL=redis://"
-              "... (the server's), or warm a running server: --url http://127.0.0.1:8000",
-              file=sys.stderr)
+              "... (the server's), or warm a running server: --url http://127.0.0.1:8000 "
+              "(what `make prewarm` does for `make serve`'s server)", file=sys.stderr)
         return 2
     start = time.perf_counter()
     todo = points()
@@ -157,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"prewarm: {len(todo)} settings into {where}: {counts['warmed']} computed, "
           f"{counts['already']} already cached, {counts['failed']} failed, "
           f"{time.perf_counter() - start:.1f} s")
+    if args.url:
+        print(f"prewarm: {recheck_report(recheck(todo, args.url))}")
     return 1 if counts["failed"] else 0
 
 

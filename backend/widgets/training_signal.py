@@ -73,7 +73,19 @@ def _encoding():
 
 @lru_cache(maxsize=256)
 def count_tokens(text: str) -> int:
-    return len(_encoding().encode(text))
+    """Tokens in a reader's passage, every character counted as text.
+
+    cl100k_base has five special tokens (`<|endoftext|>`, `<|fim_prefix|>`, ...). A training
+    pipeline inserts them itself, between documents; text that merely spells one, such as a
+    paragraph quoting the attention-maps chapter, is encoded as ordinary characters. bpe-openai,
+    like tiktoken, refuses such text with a ValueError unless told which reading to use, so say:
+    `disallowed_special=()` and no `allowed_special` means "plain text"."""
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def special_strings(text: str) -> list[str]:
+    """The special-token strings the passage spells (counted as text), in the tokenizer's order."""
+    return sorted(t for t in _encoding().special_tokens_set if t in text)
 
 
 def tokenizer_name() -> str:
@@ -130,7 +142,8 @@ def compute(params: dict) -> dict:
          "passes_teacher_forced": 1, "passes_without": ts.sequential_passes(n),
          "t5_hidden": hidden, "t5_spans": spans, "t5_targets": t5,
          "t5_ratio": ts.decoder_predictions(n) / t5, **scan(rate),
-         "text_tokens": text_tokens, "tokenizer": tokenizer_name() if text_tokens else None}
+         "text_tokens": text_tokens, "tokenizer": tokenizer_name() if text_tokens else None,
+         "special_as_text": special_strings(params["text"]) if text_tokens else []}
     return {"values": v, "figure": _figure(n, rate, v), "summary": _summary(n, rate, v),
             "table": _table(n, rate, v)}
 
@@ -142,7 +155,18 @@ def _summary(n, rate, v) -> str:
             f"encoder hiding {rate:.0%} predicts {v['encoder_predictions']:,}: the decoder gets "
             f"{v['ratio']:.2f} times as many. Across lengths the ratio before rounding climbs "
             f"towards 1 / {rate:g} = {1 / rate:.2f}; the whole-count ratio steps around it and "
-            f"peaks at {v['peak_ratio']:.2f} at {v['peak_length']:,} tokens.")
+            f"peaks at {v['peak_ratio']:.2f} at {v['peak_length']:,} tokens.{_special_note(v)}")
+
+
+def _special_note(v) -> str:
+    found = v["special_as_text"]
+    if not found:
+        return ""
+    names = ", ".join(found)
+    return (f" The passage spells {names}, which {'is' if len(found) == 1 else 'are'} counted "
+            f"as ordinary characters, not as {TOKENIZER}'s special "
+            f"token{'' if len(found) == 1 else 's'}: a training pipeline inserts those itself, "
+            "between documents.")
 
 
 def _table(n, rate, v) -> dict:

@@ -65,11 +65,11 @@ def redis_server():
 
 
 @contextmanager
-def _slow_server(**env_extra):
+def _slow_server(workers=1, **env_extra):
     port = _free_port()
     env = {**os.environ, "BOOK_SITE_DIR": "/nonexistent", **env_extra}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "1", "--threads", "64",
+        [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", "64",
          "-b", f"127.0.0.1:{port}", "--no-control-socket", "--pythonpath", "tests/app",
          "--backlog", "256", "slow_app:create()"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -113,7 +113,7 @@ def _post(port, source, body, path=URL, method="POST", conn=None):
 
 @pytest.fixture(scope="session")
 def slow_server():
-    """`with slow_server(**env) as port:` a live gunicorn (one worker, 64 threads)."""
+    """`with slow_server(workers=1, **env) as port:` a live gunicorn (64 threads a worker)."""
     return _slow_server
 
 

@@ -100,3 +100,36 @@ def test_ratio_outputs_carry_the_unit_in_the_label():
     for name in ("ratio", "expected_ratio"):
         out = next(o for o in w.SPEC.outputs if o.name == name)
         assert "×" in out.label and not out.unit
+
+
+# Review part2 W3: each of these answered HTTP 500 (bpe-openai's ValueError on a disallowed
+# special token). The expected counts are cl100k_base's plain-text encodings, checked by hand:
+# '<|endoftext|>' alone is '<', '|', 'endo', 'ftext', '|', '>' ... = 7 ordinary tokens.
+@pytest.mark.parametrize("text, tokens, found", [
+    ("hello <|endoftext|> world", 8, ["<|endoftext|>"]),
+    ("<|endoftext|>", 7, ["<|endoftext|>"]),
+    ("<|fim_prefix|> x y", 9, ["<|fim_prefix|>"]),
+    ("hello <|endofprompt|>", 7, ["<|endofprompt|>"]),
+    ("<|fim_suffix|><|fim_middle|><|endoftext|>", None,
+     ["<|endoftext|>", "<|fim_middle|>", "<|fim_suffix|>"]),
+])
+def test_special_token_strings_count_as_plain_text(client, text, tokens, found):
+    """A passage that spells a special token is counted as the characters it is, never a 500:
+    a student pasting a paragraph about `<|endoftext|>` pastes text, and a training pipeline
+    inserts the real marker itself, between documents, never by reading it out of a document."""
+    r = client.post(URL, json={"use_text": True, "text": text})
+    assert r.status_code == 200, r.get_json()
+    v = r.get_json()["values"]
+    assert v["tokens"] == v["text_tokens"] == len(w._encoding().encode(text, disallowed_special=()))
+    if tokens is not None:
+        assert v["tokens"] == tokens
+    assert 100257 not in w._encoding().encode(text, disallowed_special=())  # no <|endoftext|> id
+    assert v["special_as_text"] == found
+    summary = r.get_json()["summary"]
+    assert all(t in summary for t in found) and "counted as ordinary characters" in summary
+
+
+def test_plain_passage_reports_no_special_strings(client):
+    r = post(client, use_text=True)
+    assert r["values"]["special_as_text"] == [] and "special token" not in r["summary"]
+    assert post(client)["values"]["special_as_text"] == []
