@@ -42,8 +42,10 @@ SPEC = WidgetSpec(
                            "heads (d / 128) is plain multi-head attention (Llama-2-7B).",
               depends=(Depends("d_model", {
                   d: {"allowed": _divisors(d // HEAD_DIM),
-                      "note": f"d = {d} has {d // HEAD_DIM} query heads of 128, and the "
-                              "key/value heads must divide them"}
+                      "note": (f"d = {d} has {d // HEAD_DIM} query "
+                               f"head{'s' if d // HEAD_DIM > 1 else ''} of 128, and the "
+                               "key/value heads must divide "
+                               f"{'them' if d // HEAD_DIM > 1 else 'it'}")}
                   for d in range(D_MIN, D_MAX + 1, HEAD_DIM)}),)),
     ),
     outputs=(
@@ -94,8 +96,27 @@ def block_facts() -> dict:
     acts = activation_norms(RESIDUAL_DEPTH, d, f, "plain")  # the plain stack's forward pass
     v["act_norm_plain_layer0"] = acts[0]
     v["act_norm_plain_layer4"] = acts[4]
+    # the norm of a row of tiny entries underflows (its squares fall below float32's smallest
+    # subnormal) a layer before the entries themselves are all exactly 0
     v["act_first_zero_layer_plain"] = next(i for i, a in enumerate(acts) if a == 0.0)
+    v["act_all_zero_layer_plain"] = _first_all_zero_layer(RESIDUAL_DEPTH, d, f)
     return v
+
+
+def _first_all_zero_layer(depth: int, d: int, d_ff: int, seed: int = 0) -> int:
+    """The first layer whose input is exactly 0 in every entry (the plain stack, seed 0; the
+    same stack and input activation_norms builds)."""
+    import torch
+
+    from backend.reference.residual import Stack
+
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    stack = Stack(depth, d, d_ff, "plain")
+    x = torch.randn(64, d, generator=gen)
+    with torch.no_grad():
+        states = stack(x)
+    return next(i for i, s in enumerate(states) if bool((s == 0).all()))
 
 
 def compute(params: dict) -> dict:

@@ -159,6 +159,7 @@ def compute(params: dict) -> dict:
     values = {
         "total_params": c.total, "embedding": c.embedding, "attention": c.attention, "mlp": c.mlp,
         "norms": c.norms, "lm_head": c.lm_head, "per_layer": c.per_layer,
+        "per_layer_gb_16bit": c.per_layer * 2 / 1e9,  # one block's weights at 2 bytes each
         "fraction_in_blocks": in_blocks / c.total, "params_in_blocks": in_blocks,
         "fraction_embedding": c.embedding / c.total,
         "fraction_embedding_and_head": (c.embedding + c.lm_head) / c.total,

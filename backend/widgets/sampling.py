@@ -46,7 +46,8 @@ SPEC = WidgetSpec(
     ),
     outputs=(
         Output("top_token", "most likely next token", ""),
-        Output("kept_tokens", "tokens that can be drawn", ",d"),
+        Output("kept_tokens", "tokens no filter cut", ",d"),
+        Output("drawable_tokens", "tokens that can be drawn (probability above 0)", ",d"),
         Output("entropy", "entropy after the settings", ".3f", "nats"),
         Output("entropy_raw", "entropy at τ = 1, no cut", ".3f", "nats"),
         Output("continuation", "continuation", ""),
@@ -144,6 +145,7 @@ def compute(params: dict) -> dict:
         "loss_right": loss_right, "loss_off_by_two": loss_twice, "loss_right_same": loss_same,
         "n_scored_right": T - 1, "n_scored_off_by_two": T - 2,
         "underflow_tokens": kept - int((probs > 0).sum()),
+        "drawable_tokens": int((probs > 0).sum()),
         "top_prob": rows[0]["prob_raw"],
     }
     labels = [r["token"].replace(" ", "␣") or "␣" for r in rows]
@@ -158,7 +160,8 @@ def compute(params: dict) -> dict:
         ],
         "layout": {
             "barmode": "group",
-            "title": {"text": f"Next token: {kept:,} of {raw.numel():,} can be drawn"},
+            "title": {"text": f"Next token: {values['drawable_tokens']:,} of {raw.numel():,} "
+                              "can be drawn"},
             "xaxis": {"title": {"text": f"the model's {SHOW} most likely tokens", "standoff": 12},
                       "tickangle": -40, "automargin": True},
             "yaxis": {"title": {"text": "probability"}, "rangemode": "tozero", "automargin": True},
@@ -172,7 +175,7 @@ def compute(params: dict) -> dict:
                    "margin": {"t": 90}},
     }
     summary = (f"The most likely next token is “{rows[0]['token']}” at {rows[0]['prob_raw']:.1%}. "
-               f"With these settings {kept:,} tokens can be drawn (entropy {values['entropy']:.2f} "
+               f"With these settings {values['drawable_tokens']:,} tokens can be drawn (entropy {values['entropy']:.2f} "
                f"nats, against {values['entropy_raw']:.2f} untouched); the model continued: "
                f"“{continuation}”.")
     table = {

@@ -207,3 +207,38 @@ def test_float16_overflow_and_bf16_running_sum():
 def test_llama3_spends_about_30_percent_more_than_parameter_neutral():
     v = run(mlp)
     assert 1.25 < v["l3_8b_d_ff"] / v["two_thirds_4d_4096"] < 1.35
+
+
+def test_the_norm_underflows_a_layer_before_the_entries_do():
+    """'At layer k the float32 norm already reads 0 (the entries are not yet all 0 ...), and
+    from layer k + 1 on every entry is exactly 0'"""
+    v = run(mlp)
+    assert v["act_all_zero_layer_plain"] == v["act_first_zero_layer_plain"] + 1
+    import torch
+
+    from backend.reference.residual import Stack
+
+    depth, (d, f) = mlp.RESIDUAL_DEPTH, mlp.RESIDUAL_WIDTH
+    gen = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    stack = Stack(depth, d, f, "plain")
+    with torch.no_grad():
+        states = stack(torch.randn(64, d, generator=gen))
+    k = v["act_first_zero_layer_plain"]
+    assert states[k].norm().item() == 0.0 and not bool((states[k] == 0).all())
+    assert all(bool((s == 0).all()) for s in states[k + 1:])
+
+
+@pytest.mark.parametrize("d", (16, 4096, 65536))
+def test_the_rows_length_is_not_what_the_upcast_is_for(d):
+    """'PyTorch's own mean keeps a float32 accumulator even for bfloat16 input, so the mean square
+    comes out about as accurate for a short row as for a long one' (and the book's running sum
+    held in bfloat16 does lose it)"""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(64, d, generator=gen).to(torch.bfloat16)
+    exact = x.double().pow(2).mean(-1)
+    got = x.pow(2).mean(-1).double()  # the squares, their mean: all bfloat16 tensors
+    rel = ((got - exact).abs() / exact).max().item()
+    assert rel < 2 * torch.finfo(torch.bfloat16).eps  # a rounding or two, whatever the width

@@ -99,8 +99,9 @@ def test_bad_heads_refused_with_the_rule():
                                   {"d_model": 256, "n_heads": 16, "n_kv": 16},
                                   {"d_model": 256, "vocab": 4096}])
 def test_the_parameter_cap_refuses_what_the_text_says(move):
-    """'at the widest setting four layers, sixteen query and sixteen key/value heads, or the
-    largest vocabulary are refused, with the count and the controls to lower'."""
+    """'The widest combinations are refused, with the parameter count and the controls to lower'
+    (chapter); 'at the widest width four layers, sixteen query and sixteen key/value heads, or the
+    largest vocabulary are refused' (docs/chapters/_compute/llama.md)."""
     from backend.widgets.spec import ParamError
 
     assert PARITY.SPEC.params[[p.name for p in PARITY.SPEC.params].index("vocab")].max == 4096
@@ -181,3 +182,90 @@ def test_rmsnorm_bf16_mean_error_does_not_grow_with_width():
         got = x.to(torch.bfloat16).mean(-1).double()
         errs.append(((got - truth).abs() / truth).max().item())
     assert max(errs) < 2 * min(errs) and max(errs) < 2 ** -7
+
+
+def test_rotate_half_and_apply_rotary_pos_emb_are_the_books():
+    """'rotate_half ... returns (-x2, x1): coordinate i is paired with i + d_k/2'; the book's
+    apply_rope computes what apply_rotary_pos_emb computes."""
+    from transformers.models.llama import modeling_llama as hf
+
+    from backend.reference import rope
+
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 4, 5, 16, generator=g), torch.randn(2, 4, 5, 16, generator=g)
+    assert torch.equal(hf.rotate_half(q), rope.rotate_half(q))
+    assert torch.equal(hf.rotate_half(q)[..., 8:], q[..., :8])  # i + d/2 takes i
+    cos, sin = rope.rope_cos_sin(torch.arange(5).expand(2, 5), 16)
+    ours = rope.apply_rope(q, k, cos, sin)
+    theirs = hf.apply_rotary_pos_emb(q, k, cos, sin)
+    assert all(torch.equal(a, b) for a, b in zip(ours, theirs))
+
+
+def _interleaved_rope(x, positions, theta=10000.0):
+    """RoPE pairing neighbours (2i, 2i+1), as RoFormer and Meta's original code do."""
+    d = x.shape[-1]
+    inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    ang = positions[:, None].double() * inv  # (T, d/2)
+    c, s = ang.cos(), ang.sin()
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = x1 * c - x2 * s
+    out[..., 1::2] = x1 * s + x2 * c
+    return out
+
+
+def test_reordering_the_rows_makes_the_two_layouts_agree_and_skipping_it_does_not():
+    """'reorder the rows of W_Q and W_K so that neighbours become halves and the half-split
+    rotation reproduces the interleaved one exactly ... Load interleaved weights without that
+    reordering and the model still runs, with its positions scrambled'"""
+    from backend.reference import rope
+
+    d, T, d_model = 16, 7, 32
+    g = torch.Generator().manual_seed(0)
+    W_q, W_k = torch.randn(d, d_model, generator=g, dtype=torch.float64), torch.randn(d, d_model, generator=g, dtype=torch.float64)
+    x = torch.randn(T, d_model, generator=g, dtype=torch.float64)
+    pos = torch.arange(T)
+    scores_meta = _interleaved_rope(x @ W_q.T, pos) @ _interleaved_rope(x @ W_k.T, pos).T
+
+    perm = torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])  # neighbours -> halves
+    cos, sin = rope.rope_cos_sin(pos[None], d, precision=torch.float64, dtype=torch.float64)
+    def half(W):
+        y = (x @ W.T)[None, None]  # (1, 1, T, d)
+        return rope.apply_rope(y, y, cos, sin)[0][0, 0]
+    assert torch.allclose(half(W_q[perm]) @ half(W_k[perm]).T, scores_meta, atol=1e-10)
+    unpermuted = half(W_q) @ half(W_k).T
+    assert torch.isfinite(unpermuted).all()
+    assert (unpermuted - scores_meta).abs().max() > 0.1 * scores_meta.abs().max()
+
+
+def test_repeat_kv_copy_is_the_eager_kernels_choice_not_a_requirement():
+    """'reshaping the queries into groups, SDPA's enable_gqa ... use the shared heads without
+    copying them': same output as repeat_kv then plain attention."""
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    g = torch.Generator().manual_seed(0)
+    B, h, kv, T, dk = 2, 8, 2, 6, 16
+    q = torch.randn(B, h, T, dk, generator=g)
+    k, v = torch.randn(B, kv, T, dk, generator=g), torch.randn(B, kv, T, dk, generator=g)
+    copied = F.scaled_dot_product_attention(q, repeat_kv(k, h // kv), repeat_kv(v, h // kv), is_causal=True)
+    shared = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    assert torch.allclose(copied, shared, atol=1e-6)
+    grouped = q.view(B, kv, h // kv * T, dk)  # each key/value head's query heads in one block
+    mask = torch.ones(T, T, dtype=torch.bool).tril().repeat(h // kv, 1)
+    by_group = F.scaled_dot_product_attention(grouped, k, v, attn_mask=mask).view(B, h, T, dk)
+    assert torch.allclose(copied, by_group, atol=1e-6)
+
+
+def test_llama_model_forward_builds_the_mask_and_the_tables_once():
+    """'create_causal_mask, called here and only here'; 'RoPE's tables: self.rotary_emb(...) once'"""
+    import inspect
+
+    from transformers.models.llama import modeling_llama as hf
+
+    file = inspect.getsource(hf)
+    model_fwd = inspect.getsource(hf.LlamaModel.forward)
+    assert file.count("create_causal_mask(") == model_fwd.count("create_causal_mask(") == 1
+    assert model_fwd.count("self.rotary_emb(") == 1
+    loop = model_fwd.index("for decoder_layer in self.layers")
+    assert model_fwd.index("create_causal_mask(") < loop and model_fwd.index("self.rotary_emb(") < loop
+    assert model_fwd.index("self.norm(") > loop and "lm_head" not in model_fwd

@@ -133,6 +133,27 @@ def test_temperature_alone_cuts_nothing(temperature):
     assert v["kept_tokens"] == v["vocab_size"]
     if temperature == 0.1:
         assert v["underflow_tokens"] > 0  # zeros from float32 underflow, not from a cut
+        # 'only drawable_tokens can be [drawn], the count the widget's title shows'
+        assert v["drawable_tokens"] == v["kept_tokens"] - v["underflow_tokens"] < v["vocab_size"]
+        fig = SA.compute(SA.SPEC.resolve({"temperature": temperature}))["figure"]
+        assert f"{v['drawable_tokens']:,} of {v['vocab_size']:,} can be drawn" in fig["layout"]["title"]["text"]
+
+
+def test_one_block_is_not_what_forces_tensor_parallelism():
+    """'even Llama-2-70B's block takes [under 2] GB in 16 bits. The whole model ... [is] what
+    outgrows one device'"""
+    v = mp(preset="llama-2-70b")
+    assert v["per_layer_gb_16bit"] == v["per_layer"] * 2 / 1e9 < 2
+    assert v["total_params"] * 2 / 1e9 > 80  # more than one 80 GB accelerator holds
+
+
+def test_the_parameter_diagram_shows_the_widgets_shares():
+    """The 'where the parameters sit' figure and the prose read the same counts."""
+    from backend.diagrams import param_share
+
+    texts = param_share.draw(["llama-2-7b", "llama-3-8b", "llama-3.2-1b"]).texts()
+    for name in ("llama-2-7b", "llama-3-8b", "llama-3.2-1b"):
+        assert f"blocks {mp(preset=name)['fraction_in_blocks']:.1%}" in texts
 
 
 def test_top_k_one_has_zero_entropy():
