@@ -31,7 +31,8 @@ from mkdocs.exceptions import PluginError
 MODULE = "transformers.models.llama.modeling_llama"
 # The symbols the book reads; tests check each still exists in the installed package.
 SYMBOLS = ("LlamaRMSNorm", "LlamaDecoderLayer.forward", "LlamaAttention.forward",
-           "eager_attention_forward", "repeat_kv", "LlamaMLP", "LlamaForCausalLM.forward")
+           "eager_attention_forward", "repeat_kv", "LlamaMLP", "LlamaForCausalLM.forward",
+           "rotate_half", "apply_rotary_pos_emb", "LlamaModel.forward")
 LICENCE = "Apache License, Version 2.0"
 LICENCE_URL = "https://www.apache.org/licenses/LICENSE-2.0"
 

@@ -22,7 +22,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (..., d_model) in bf16, fp16 or fp32; the output keeps x's dtype
-        wide = x.float()  # 8 significant bits (bf16) cannot hold a sum of 4096 squares
+        wide = x.float()  # bf16's 8 bits round the scale factor coarsely; a bf16 running sum stalls
         inv_rms = (wide * wide).mean(-1, keepdim=True).add(self.eps).rsqrt()  # (..., 1), fp32
         unit = wide * inv_rms  # (..., d_model): RMS 1, still fp32
         return self.weight * unit.to(x.dtype)  # round once, then the gain
