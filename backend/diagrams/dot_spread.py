@@ -56,14 +56,14 @@ def draw(sizes=(4, 16, 64), max_cells: int = 16) -> Canvas:
         shown = d_k if d_k <= max_cells else max_cells - 1
         x = LEFT
         for _ in range(shown):
-            c.rect(x, y + 18, CELL, CELL, tone="key", rx=2)
+            c.rect(x, y + 18, CELL, CELL, tone="muted", rx=2)
             x += CELL + GAP
         if shown < d_k:
             c.text(x + 4, y + 24, "…", anchor="start")
         # the two spreads, centred on 0, to one scale
         for k, (half, tone, label) in enumerate((
                 (sd * unit, "bad", f"q·k: sd √{d_k} = {_num(sd)}"),
-                (unit, "good", "q·k/√d_k: sd 1"))):
+                (unit, "query", "q·k/√d_k: sd 1"))):
             by = y + 44 + k * 18
             c.rect(cx - half, by, 2 * half, 10, tone=tone, rx=2)
             c.line(cx, by - 2, cx, by + 12, tone="plain", width=1)

@@ -19,7 +19,7 @@ def _bars(svg: str, tone: str) -> list[float]:
 
 
 def _cells(svg: str) -> int:
-    return len(re.findall(r'class="tw-d-box tw-d-key"', svg))
+    return len(re.findall(r'class="tw-d-box tw-d-muted"', svg))
 
 
 def test_registered_and_renders():
@@ -44,7 +44,7 @@ def test_one_row_per_head_size_and_one_cell_per_product():
 def test_bars_are_drawn_to_one_scale_root_d_k_against_one():
     sizes = (4, 16, 64)
     svg = dot_spread.draw(sizes=sizes).render("d")
-    red, blue = _bars(svg, "bad"), _bars(svg, "good")
+    red, blue = _bars(svg, "bad"), _bars(svg, "query")
     assert len(red) == len(blue) == len(sizes)
     # the unscaled spreads stand in the ratio sqrt(d_k), the scaled ones are all one unit
     for d, r, b in zip(sizes, red, blue):
@@ -52,7 +52,7 @@ def test_bars_are_drawn_to_one_scale_root_d_k_against_one():
     assert len(set(blue)) == 1
     # a different configuration changes the picture the way it says
     svg2 = dot_spread.draw(sizes=(1, 256)).render("e")
-    r2, b2 = _bars(svg2, "bad"), _bars(svg2, "good")
+    r2, b2 = _bars(svg2, "bad"), _bars(svg2, "query")
     assert r2[1] / r2[0] == pytest.approx(16, rel=0.01) and b2[0] == b2[1]
 
 
