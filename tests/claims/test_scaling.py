@@ -76,7 +76,8 @@ def test_head_128_spreads_scores_about_root_two_wider_than_head_64():
 # --- Measuring it --------------------------------------------------------------------------
 
 def test_bigger_heads_get_fewer_pairs_and_the_prose_says_so():
-    """"Each request draws a fixed budget of random numbers, so a bigger head gets fewer pairs.\""""
+    """docs/chapters/_compute/scaling.md: "draws a fixed budget of random numbers ... A bigger
+    head therefore gets a noisier estimate"."""
     assert v(64)["n_pairs"] == 10_000 and v(512)["n_pairs"] < v(64)["n_pairs"]
     pairs = [v(d)["n_pairs"] for d in D_KS]
     assert pairs == sorted(pairs, reverse=True)
@@ -94,8 +95,9 @@ def test_widget_digits_differ_from_the_handout_by_about_a_standard_error(d_k):
 
 
 def test_the_default_draw_is_handout_000s_and_the_box_is_reproduced():
-    """"the very numbers handout 000 prints, because its box draws the same 10,000 pairs ...
-    seeded with 0, the widget's default seed"; the box's table "book computes" column."""
+    """Notes on the sources: "seeding the generator with 0 reproduces every one of its digits,
+    and the widget's default draw (seed 0) is those same 10,000 pairs"; the box's table "book
+    computes" column."""
     x = v()
     if SEED == 0:
         assert f"{x['var_unscaled']:.2f} {x['var_scaled']:.3f}" == "64.03 1.000"
@@ -106,8 +108,8 @@ def test_the_default_draw_is_handout_000s_and_the_box_is_reproduced():
 
 
 def test_handout_000s_row_is_far_above_the_mean_largest_weight():
-    """Note: its largest weight "is far above the mean largest weight ... over the book's
-    queries" (and is one of the ordinary extreme rows: above 0.99)."""
+    """Notes on the sources: its largest weight "is far above the mean largest weight ... over
+    the book's queries" (and is one of the ordinary extreme rows: above 0.99)."""
     x = v()
     assert x["handout000_max_prob_unscaled"] > 0.99
     assert x["handout000_max_prob_unscaled"] - x["max_prob_unscaled"] > 0.1
