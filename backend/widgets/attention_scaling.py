@@ -114,6 +114,25 @@ def handout_values() -> dict:
     return values
 
 
+INIT_D_MODEL = 512     # the width a 64-wide head is cut from, for the initialisation check
+INIT_ROWS = 20_000
+GPT2_D_MODEL, GPT2_STD = 768, 0.02   # GPT-2's initialisation: weights N(0, 0.02^2)
+
+
+@lru_cache(maxsize=1)
+def init_values() -> tuple:
+    """What a query's entries look like at initialisation, rather than assumed unit-variance:
+    Var(q) for q = W_Q x with PyTorch's default nn.Linear(512, 64) on unit-variance x (measured,
+    seed 0, on the CPU), and GPT-2's N(0, 0.02^2) weights at width 768 (exact: d * std^2)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        layer = torch.nn.Linear(INIT_D_MODEL, 64, bias=False)
+        x = torch.randn(INIT_ROWS, INIT_D_MODEL)
+        with torch.no_grad():
+            var_default = layer(x).double().var().item()
+    return var_default, GPT2_D_MODEL * GPT2_STD ** 2
+
+
 @lru_cache(maxsize=1)
 def _handout_000() -> tuple:
     return tuple(scaling.handout_000_draw(0).items())
@@ -169,6 +188,9 @@ def compute(params: dict) -> dict:
         "n_queries": n_seq * n_q,
         "n_key_sets": n_seq,
         "n_query_rows": at_q.numel(),
+        "linear_init_var": init_values()[0],
+        "linear_init_score_var": d_k * init_values()[0] ** 2,
+        "gpt2_init_var": init_values()[1],
         **handout_000_values(),
         **handout_values(),
     }

@@ -76,7 +76,8 @@ def test_head_128_spreads_scores_about_root_two_wider_than_head_64():
 # --- Measuring it --------------------------------------------------------------------------
 
 def test_bigger_heads_get_fewer_pairs_and_the_prose_says_so():
-    """"Each request draws a fixed budget of random numbers, so a bigger head gets fewer pairs.\""""
+    """docs/chapters/_compute/scaling.md: "draws a fixed budget of random numbers ... A bigger
+    head therefore gets a noisier estimate"."""
     assert v(64)["n_pairs"] == 10_000 and v(512)["n_pairs"] < v(64)["n_pairs"]
     pairs = [v(d)["n_pairs"] for d in D_KS]
     assert pairs == sorted(pairs, reverse=True)
@@ -94,8 +95,9 @@ def test_widget_digits_differ_from_the_handout_by_about_a_standard_error(d_k):
 
 
 def test_the_default_draw_is_handout_000s_and_the_box_is_reproduced():
-    """"the very numbers handout 000 prints, because its box draws the same 10,000 pairs ...
-    seeded with 0, the widget's default seed"; the box's table "book computes" column."""
+    """Notes on the sources: "seeding the generator with 0 reproduces every one of its digits,
+    and the widget's default draw (seed 0) is those same 10,000 pairs"; the box's table "book
+    computes" column."""
     x = v()
     if SEED == 0:
         assert f"{x['var_unscaled']:.2f} {x['var_scaled']:.3f}" == "64.03 1.000"
@@ -106,8 +108,8 @@ def test_the_default_draw_is_handout_000s_and_the_box_is_reproduced():
 
 
 def test_handout_000s_row_is_far_above_the_mean_largest_weight():
-    """Note: its largest weight "is far above the mean largest weight ... over the book's
-    queries" (and is one of the ordinary extreme rows: above 0.99)."""
+    """Notes on the sources: its largest weight "is far above the mean largest weight ... over
+    the book's queries" (and is one of the ordinary extreme rows: above 0.99)."""
     x = v()
     assert x["handout000_max_prob_unscaled"] > 0.99
     assert x["handout000_max_prob_unscaled"] - x["max_prob_unscaled"] > 0.1
@@ -395,3 +397,64 @@ def test_at_512_positions_a_share_is_known_to_a_few_points():
     n = v(64, 512)["n_queries"]
     assert 0.01 < math.sqrt(0.25 / n) < 0.05
     assert n == min(v(64, t)["n_queries"] for t in POSITIONS)
+
+
+# --- How strong is it at initialisation? -----------------------------------------------------
+
+def _init_draw(var: float, d_k: int, n_positions: int = 8, n_sets: int = 32, per_set: int = 128):
+    """Softmax rows of unscaled scores for queries and keys with entries of variance `var`."""
+    g = scaling.make_generator(1234 + SEED, "cpu")
+    sd = math.sqrt(var)
+    q = sd * torch.randn(n_sets, per_set, d_k, generator=g, dtype=torch.float64)
+    k = sd * torch.randn(n_sets, n_positions, d_k, generator=g, dtype=torch.float64)
+    scores = q @ k.transpose(-2, -1)
+    return scores, torch.softmax(scores, -1)
+
+
+def test_pytorch_default_and_gpt2_initialisations_give_queries_of_variance_about_a_third():
+    """"PyTorch's default nn.Linear draws smaller weights: ... queries of variance 0.33, and
+    GPT-2's weights of standard deviation 0.02 at width 768 give 0.31"; "scores of variance 7.1,
+    about what a unit-variance head of size 7 has"."""
+    x = v()
+    assert abs(x["linear_init_var"] - 1 / 3) < 0.01   # kaiming_uniform(a=sqrt 5): 1/(3 fan_in)
+    assert x["gpt2_init_var"] == pytest.approx(768 * 0.02 ** 2)
+    assert x["linear_init_var"] < 1 and x["gpt2_init_var"] < 1          # "smaller"
+    assert x["linear_init_score_var"] == pytest.approx(64 * x["linear_init_var"] ** 2)
+    assert f"{x['linear_init_score_var']:.0f}" == "7"
+
+
+def test_at_pytorchs_default_the_collapse_is_milder():
+    """"there only about 2% of rows are saturated and 5% starved. So the collapse at the very
+    start is milder than the table above": at d_k = 7 (unit variance), and checked directly on
+    a 64-wide head whose entries have the measured variance (same statistic, its own draw)."""
+    x7, x64 = v(7), v(64)
+    assert x7["saturated_unscaled"] < x64["saturated_unscaled"] / 5
+    assert x7["starved_unscaled"] < x64["starved_unscaled"] / 5
+    var = x64["linear_init_var"]
+    _, p = _init_draw(var, 64)
+    stats = scaling.weight_stats(p)
+    assert abs(stats.saturated - x7["saturated_unscaled"]) < 0.03
+    assert abs(stats.starved - x7["starved_unscaled"]) < 0.04
+
+
+def test_at_any_scale_of_the_weights_a_wider_head_collapses_more_rows():
+    """"the score variance is d_k sigma^4, in proportion to d_k whatever sigma is, so at any
+    scale of the weights a wider head collapses more rows"."""
+    for var in (v()["linear_init_var"], v()["gpt2_init_var"], 1.0):
+        s64, p64 = _init_draw(var, 64)
+        s256, p256 = _init_draw(var, 256)
+        assert s64.var().item() == pytest.approx(64 * var ** 2, rel=0.1)
+        assert s256.var().item() == pytest.approx(256 * var ** 2, rel=0.1)
+        assert scaling.weight_stats(p256).saturated > scaling.weight_stats(p64).saturated + 0.05
+
+
+# --- The W_Q table and its sentence ----------------------------------------------------------
+
+def test_query_table_the_share_of_rows_sending_almost_nothing_grows_across_its_columns():
+    """The table's columns (16, 64, 128, 512 over 8 positions) and "a random share of rows sends
+    almost none, a share that grows with the head size until, from 128, the typical row sends
+    less too"."""
+    cols = [v(d, 8) for d in (16, 64, 128, 512)]
+    shares = [c["query_starved"] for c in cols]
+    assert shares == sorted(shares) and shares[0] < 0.1 < shares[1]
+    assert [c["grad_q_ratio"] >= 1 for c in cols] == [True, True, False, False]
