@@ -16,6 +16,8 @@ import torch
 from backend.reference.config import ModelConfig
 from backend.reference.encoder_decoder import (EncoderDecoder, handout_forward_check, seq2seq_masks,
                                                trace_shapes)
+from backend.reference.multi_head import split_heads
+from backend.reference.sinusoidal import sinusoidal_encoding
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
@@ -75,6 +77,53 @@ def forward_check() -> dict:
     return handout_forward_check()
 
 
+@lru_cache(maxsize=1)
+def input_scale(d_model: int = 512, n_positions: int = 2048, vocab: int = 26) -> dict:
+    """The 2017 input, sqrt(d_model) * E[x] + PE(t), at the paper's width: how large each part
+    is at initialisation. PyTorch's nn.Embedding starts N(0, 1); a sinusoid row is exactly
+    1/sqrt(2) in RMS (each sin/cos pair has sin^2 + cos^2 = 1)."""
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(vocab, d_model).weight.detach()  # (V, d)
+    pe = sinusoidal_encoding(n_positions, d_model)  # (positions, d)
+    emb_rms = float(emb.pow(2).mean().sqrt())
+    pe_rms = pe.pow(2).mean(-1).sqrt()  # per position
+    return {"d_model": d_model, "sqrt_d_model": d_model ** 0.5, "embed_rms": emb_rms,
+            "pe_rms": float(pe_rms.mean()), "pe_rms_spread": float(pe_rms.max() - pe_rms.min()),
+            "ratio_unscaled": emb_rms / float(pe_rms.mean()),
+            "ratio_scaled": d_model ** 0.5 * emb_rms / float(pe_rms.mean())}
+
+
+@torch.no_grad()
+def cross_example(model: EncoderDecoder, src, src_lengths, tgt, tgt_lengths, pair: int = 1,
+                  head: int = 0, query: int = 0) -> dict:
+    """One cross-attention row worked by hand: the decoder's query for target position `query`
+    times every encoder key, in the first decoder layer, with the book's own projections."""
+    seen = {}
+    layer = model.decoder_layers[0]
+    hook = layer.cross_attn.register_forward_pre_hook(
+        lambda mod, args: seen.update(x_q=args[0], x_kv=args[1], mask=args[2]))
+    try:
+        out = model(src, src_lengths, tgt, tgt_lengths)
+    finally:
+        hook.remove()
+    attn = layer.cross_attn
+    q = split_heads(attn.q_proj(seen["x_q"]), attn.n_heads)[pair, head, query]  # (d_head,)
+    k = split_heads(attn.k_proj(seen["x_kv"]), attn.n_heads)[pair, head]  # (S, d_head)
+    d_head = q.numel()
+    scores = k @ q / d_head ** 0.5  # (S,): one query against every key
+    real = seen["mask"][pair, 0, query]  # (S,) True = a real source token
+    weights = torch.softmax(scores.masked_fill(~real, float("-inf")), -1)
+    book = out.cross_attentions[0][pair, head, query]  # what the model itself computed
+    vec = lambda t: "(" + ", ".join(f"{round(float(x), 2) + 0.0:+.2f}".replace("-", "−") for x in t) + ")"  # noqa: E731
+    return {"d_head": d_head, "sqrt_d_head": d_head ** 0.5, "query": vec(q),
+            "keys": [vec(row) for row in k], "scores": [float(x) for x in scores],
+            "real": [bool(x) for x in real], "weights": [float(x) for x in weights],
+            "model_weights": [float(x) for x in book],
+            "max_diff": float((weights - book).abs().max()),
+            "weight_sum": float(weights.sum()), "argmax": int(weights.argmax()),
+            "T": int(tgt.size(1)), "S": int(src.size(1))}
+
+
 def _shape(t: tuple) -> str:
     return "(" + ", ".join(str(n) for n in t) + ")"
 
@@ -113,6 +162,7 @@ def compute(params: dict) -> dict:
                  if (~allowed[k]).any() else 0.0 for k in weights)
     empty_rows = sum(int((~a.any(-1)).sum()) for a in allowed.values())
     check = forward_check()
+    worked = cross_example(model, src, src_lengths, tgt, tgt_lengths)
 
     values = {
         "tiny_d_model": TINY.d_model, "tiny_heads": TINY.n_heads, "tiny_vocab": TINY.vocab_size,
@@ -146,6 +196,8 @@ def compute(params: dict) -> dict:
         "check_vocab": check["logits"][2],
         "check_d_model": check["memory (encoder output)"][2],
         "check_heads": check["cross-attention weights"][1],
+        "cross_example": worked,
+        "input_scale": input_scale(),
     }
     return {"values": values, "figure": figure(values), "summary": summary(values),
             "table": table(values)}

@@ -313,3 +313,44 @@ def test_decoder_mask_without_target_lengths_is_t_by_t():
         v = run(src_len=3, tgt_len=t, src_pad=0, tgt_pad=0)
         assert v["decoder_stored_shape_no_lengths"] == f"({t}, {t})"
         assert torch.equal(seq2seq_masks(torch.tensor([3, 3]), 3, t).decoder, masks.causal_mask(t))
+
+
+# ---------------------------------------------------------------- the input, and one worked row
+
+def test_the_input_sizes_at_initialisation():
+    """'Every row of the sinusoid table has the same size, an RMS of 0.707 (1/sqrt 2)'; an
+    nn.Embedding entry has RMS about 1; 'Added as they are ... 1.42 to 1; with the paper's factor
+    ... 32 to 1, and the position would be a faint signal'; unscaled keeps them 'of comparable
+    size'."""
+    s = run()["input_scale"]
+    assert s["d_model"] == 512 and s["sqrt_d_model"] == pytest.approx(22.627, abs=1e-3)
+    assert s["pe_rms"] == pytest.approx(2 ** -0.5, abs=1e-6) and s["pe_rms_spread"] < 1e-6
+    assert s["embed_rms"] == pytest.approx(1.0, abs=0.02)
+    assert s["ratio_unscaled"] == pytest.approx(s["embed_rms"] / s["pe_rms"])
+    assert s["ratio_scaled"] == pytest.approx(s["sqrt_d_model"] * s["ratio_unscaled"])
+    assert 0.5 < s["ratio_unscaled"] < 2 and s["ratio_scaled"] > 20
+
+
+def test_worked_row_at_the_defaults_matches_the_table():
+    """The table's rows: six source positions, s4 and s5 pads (blocked, weight 0), the four real
+    weights sum to one, the highest where the score is highest, near uniform (untrained)."""
+    v = run()
+    ex = v["cross_example"]
+    assert (ex["S"], ex["T"], v["src_real"]) == (6, 5, 4)
+    assert ex["real"] == [True] * 4 + [False] * 2 and len(ex["keys"]) == 6
+    assert ex["weights"][4] == ex["weights"][5] == 0.0
+    assert sum(ex["weights"][:4]) == pytest.approx(1.0, abs=1e-6)
+    real_scores = ex["scores"][:4]
+    assert ex["argmax"] == real_scores.index(max(real_scores))
+    assert all(abs(w - 0.25) < 0.06 for w in ex["weights"][:4])  # "close to uniform"
+    assert ex["d_head"] == 4 and ex["sqrt_d_head"] == 2.0
+
+
+@pytest.mark.parametrize("s, t, sp, tp", [(6, 5, 2, 1), (12, 12, 11, 11), (1, 1, 0, 0), (12, 3, 5, 2), (4, 9, 0, 8)])
+def test_worked_row_equals_the_models_own_weights_to_the_last_bit(s, t, sp, tp):
+    """'Done by hand this way, the row equals the one the model itself returns ... to the last
+    bit'; pads get exactly 0."""
+    ex = run(src_len=s, tgt_len=t, src_pad=sp, tgt_pad=tp)["cross_example"]
+    assert ex["max_diff"] == 0.0 and ex["weights"] == ex["model_weights"]
+    assert all(w == 0.0 for w, r in zip(ex["weights"], ex["real"]) if not r)
+    assert ex["real"] == [True] * (s - sp) + [False] * sp

@@ -165,3 +165,19 @@ def test_exercise_2_answer_t5_targets():
     assert (v["t5_hidden"], v["t5_spans"], v["t5_targets"]) == (hidden, spans, hidden + spans)
     assert (hidden, spans) == (77, 26)
     assert f"{v['t5_ratio']:.0f}" == "5" and v["t5_ratio"] == 511 / 103
+
+
+def test_the_figures_caption_only_the_encoder_decoder_has_a_mask_that_is_not_square():
+    """Caption of the three-families figure at the chapter's {T: 5, S: 4}."""
+    from backend.diagrams import three_families
+
+    shapes = {k: tuple(m.shape) for k, m in three_families.masks_for(5, 4).items()}
+    assert [k for k, (a, b) in shapes.items() if a != b] == ["cross"]
+
+
+def test_defaults_paragraph_whole_counts_below_the_unrounded_ratio():
+    """'Before rounding, 512 x 0.15 = 76.8 hidden tokens would give 6.65; ... so the whole counts
+    are what it trains on': at the defaults the whole-count ratio (6.64) is below the
+    unrounded one (6.65)."""
+    d = run()
+    assert f"{d['expected_ratio']:.2f}" != f"{d['ratio']:.2f}" and d["ratio"] < d["expected_ratio"]
