@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 import pytest
+from widget_page import move_slider, value_text
 
 pytestmark = pytest.mark.browser
 
@@ -11,23 +12,10 @@ CHAPTER = "/chapters/scaling/"
 WIDGET = '[data-widget="attention_scaling"]'
 
 
-def value_text(page, name):
-    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text()
-
-
 def marker_x(page):
     """x of the 'current d_k' marker trace in the drawn figure: what the plot shows now."""
     return page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot').data
         .find(t => t.mode === 'markers' && t.showlegend === false).x[0]""")
-
-
-def move_slider(page, name, position):
-    page.evaluate("""([w, name, pos]) => {
-        const s = document.querySelector(`${w} input[type=range][name=${name}]`);
-        window.__moved = performance.now();
-        s.value = pos;
-        s.dispatchEvent(new Event('input', {bubbles: true}));
-    }""", [WIDGET, name, position])
 
 
 def open_chapter(page, server):
@@ -41,18 +29,18 @@ def test_slider_recomputes_live(page, server):
     widget = open_chapter(page, server)
     assert widget.get_attribute("data-source") == "precomputed"
     assert "when the book was built" in widget.locator(".tw-status").inner_text()
-    before = float(value_text(page, "var_unscaled"))
+    before = float(value_text(page, WIDGET, "var_unscaled"))
     assert marker_x(page) == 64
 
     page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot')
         .on('plotly_afterplot', () => {{ window.__plotted = performance.now(); }})""")
-    move_slider(page, "d_k", 8)  # log2 slider: 2**8 = 256
+    move_slider(page, WIDGET, "d_k", 8)  # log2 slider: 2**8 = 256
     page.wait_for_function(
         f"document.querySelector('{WIDGET}').dataset.source === 'live'", timeout=10_000)
     status = widget.locator(".tw-status").inner_text()
     assert "Computed live on cpu" in status or "Computed live on cuda" in status
     assert marker_x(page) == 256
-    after = float(value_text(page, "var_unscaled"))
+    after = float(value_text(page, WIDGET, "var_unscaled"))
     assert after != before and 200 < after < 320
     assert page.locator(f'{WIDGET} input[name="d_k-value"]').input_value() == "256"
     latency = page.evaluate("window.__plotted - window.__moved")
@@ -81,15 +69,15 @@ def test_number_box_reaches_values_the_slider_skips_and_errors_show_in_widget(pa
 def test_with_the_api_blocked_the_baked_results_are_drawn(page, server):
     page.route("**/api/**", lambda route: route.abort())
     widget = open_chapter(page, server)
-    move_slider(page, "d_k", 10)  # 1024, one of the baked settings
+    move_slider(page, WIDGET, "d_k", 10)  # 1024, one of the baked settings
     page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-status')
         .innerText.includes('nearest result baked')""", timeout=10_000)
     assert widget.get_attribute("data-source") == "precomputed"
     assert marker_x(page) == 1024
     assert "d_k = 1024" in widget.locator(".tw-status").inner_text()
-    assert float(value_text(page, "var_unscaled")) > 700
+    assert float(value_text(page, WIDGET, "var_unscaled")) > 700
     # Between baked settings the nearest one is drawn, and the label says which.
-    move_slider(page, "d_k", 7.4)
+    move_slider(page, WIDGET, "d_k", 7.4)
     page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-status')
         .innerText.includes('d_k = 128')""", timeout=10_000)
     unexpected = [e for e in page.console_errors if "ERR_FAILED" not in e]
@@ -108,7 +96,7 @@ def test_instant_navigation_mounts_widgets_and_keeps_notebook_figures(page, serv
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=15_000)
     page.go_back()
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
-    move_slider(page, "n_positions", 5)
+    move_slider(page, WIDGET, "n_positions", 5)
     page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'live'")
     # plotly's modebar styles survive the head swap of instant navigation
     display = page.evaluate(f"""() => getComputedStyle(
@@ -135,7 +123,7 @@ def test_settings_are_shared_through_the_url(page, server):
                            timeout=15_000)
     assert marker_x(page) == 512
     assert page.locator(f'{WIDGET} input[name="n_positions-value"]').input_value() == "32"
-    move_slider(page, "d_k", 3)
+    move_slider(page, WIDGET, "d_k", 3)
     page.wait_for_function("location.search.includes('attention_scaling.d_k=8')")
     assert "n_positions=32" in page.evaluate("location.search")
     # A bad value in a link is ignored with a notice in the widget, not a broken page.
@@ -260,7 +248,7 @@ def test_typed_values_and_the_first_step_go_out_at_once(page, server):
 def test_each_answer_leaves_a_timing_measure(page, server):
     """The runtime's `tw:update` Performance measures, which the latency benchmark reads."""
     open_chapter(page, server)
-    move_slider(page, "d_k", 9)
+    move_slider(page, WIDGET, "d_k", 9)
     page.wait_for_function("performance.getEntriesByName('tw:update').length > 0", timeout=10_000)
     d = page.evaluate("performance.getEntriesByName('tw:update')[0].detail")
     assert d["widget"] == "attention_scaling" and d["params"]["d_k"] == 512

@@ -4,15 +4,12 @@ device's ceiling shown on the slider and refused in words above it, and the offl
 from __future__ import annotations
 
 import pytest
+from widget_page import value_text
 
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/cost/"
 WIDGET = '[data-widget="attention_cost"]'
-
-
-def value_text(page, name):
-    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
 
 
 def wait_live_and(page, js_condition):
@@ -35,7 +32,7 @@ def test_every_control_moves_the_figure_and_the_values(page, server):
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
     page.wait_for_selector(".katex", timeout=20_000)
-    assert value_text(page, "device") == "cpu"
+    assert value_text(page, WIDGET, "device") == "cpu"
     slider = page.locator(f'{WIDGET} input[type=range][name="context_len"]')
     assert slider.count() == 1
     # The slider's top is the device's ceiling, declared in the spec.
@@ -44,7 +41,7 @@ def test_every_control_moves_the_figure_and_the_values(page, server):
 
     set_box(page, "context_len", 512)
     wait_live_and(page, f"{TITLE} === 'time at T = 512'")
-    first_flops = value_text(page, "flops")
+    first_flops = value_text(page, WIDGET, "flops")
 
     set_box(page, "head_dim", 128)
     wait_live_and(page, f"""{TITLE} === 'time at T = 512' &&
@@ -94,7 +91,7 @@ def test_with_the_api_blocked_the_baked_measurement_is_drawn(page, server):
         const w = document.querySelector('{WIDGET}');
         return w.dataset.source === 'precomputed' && {TITLE} === 'time at T = 256';
     }}""", timeout=20_000)
-    assert value_text(page, "device") == "cpu"
+    assert value_text(page, WIDGET, "device") == "cpu"
 
 
 def test_on_a_phone_the_panels_stack_and_fit(browser, server):

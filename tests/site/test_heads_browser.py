@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from widget_page import move_slider, value_text
 
 pytestmark = pytest.mark.browser
 
@@ -10,20 +11,8 @@ CHAPTER = "/chapters/heads/"
 WIDGET = '[data-widget="multi_head"]'
 
 
-def value_text(page, name):
-    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
-
-
 def n_maps(page):
     return page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').data.length")
-
-
-def move_slider(page, name, position):
-    page.evaluate("""([w, name, pos]) => {
-        const s = document.querySelector(`${w} input[type=range][name=${name}]`);
-        s.value = pos;
-        s.dispatchEvent(new Event('input', {bubbles: true}));
-    }""", [WIDGET, name, position])
 
 
 def test_multi_head_draws_and_recomputes(page, server):
@@ -32,16 +21,16 @@ def test_multi_head_draws_and_recomputes(page, server):
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
     widget = page.locator(WIDGET)
     assert widget.get_attribute("data-source") == "precomputed"
-    assert n_maps(page) == 8 and value_text(page, "kv_fraction") == "0.2500"
+    assert n_maps(page) == 8 and value_text(page, WIDGET, "kv_fraction") == "0.2500"
 
-    move_slider(page, "n_kv", 0)  # the first of the allowed counts (divisors of h): multi-query
+    move_slider(page, WIDGET, "n_kv", 0)  # the first of the allowed counts (divisors of h): multi-query
     page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'live'",
                            timeout=20_000)
     page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="kv_fraction"] dd')
         .innerText.trim() === '0.1250'""", timeout=20_000)
     assert page.locator(f'{WIDGET} input[name="n_kv-value"]').input_value() == "1"
 
-    move_slider(page, "n_heads", 4)  # 4 heads, still one KV head
+    move_slider(page, WIDGET, "n_heads", 4)  # 4 heads, still one KV head
     page.wait_for_function(f"document.querySelector('{WIDGET} .tw-plot').data.length === 4",
                            timeout=20_000)
     page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="kv_fraction"] dd')

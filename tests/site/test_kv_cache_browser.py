@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from widget_page import value_text
 
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/kv-cache/"
 WIDGET = '[data-widget="kv_decode"]'
-
-
-def value_text(page, name):
-    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
 
 
 def set_box(page, name, value):
@@ -23,9 +20,9 @@ def set_box(page, name, value):
 def test_the_widget_draws_and_follows_steps_prompt_and_model(page, server):
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-    assert "cpu" in value_text(page, "measured_on")
-    assert value_text(page, "key_rows_no_cache").split()[0] == "5,050"   # the default 100 steps
-    assert value_text(page, "key_rows_cache").split()[0] == "100"
+    assert "cpu" in value_text(page, WIDGET, "measured_on")
+    assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "5,050"   # the default 100 steps
+    assert value_text(page, WIDGET, "key_rows_cache").split()[0] == "100"
 
     set_box(page, "steps", 30)
     page.wait_for_function(f"""() => {{
@@ -33,7 +30,7 @@ def test_the_widget_draws_and_follows_steps_prompt_and_model(page, server):
         return w.dataset.source === 'live' &&
             w.querySelector('.tw-plot').data[2].x[0] === 30;
     }}""", timeout=60_000)
-    assert value_text(page, "key_rows_no_cache").split()[0] == "465"      # 30 * 31 / 2
+    assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "465"      # 30 * 31 / 2
 
     set_box(page, "prompt_len", 4)
     page.wait_for_function(f"""() => document.querySelector('{WIDGET}')
@@ -70,8 +67,8 @@ def test_with_the_api_blocked_the_handouts_400_steps_are_baked(page, server):
         return w.dataset.source === 'precomputed' &&
             w.querySelector('.tw-plot').data[2].x[0] === 400;
     }}""", timeout=20_000)
-    assert value_text(page, "key_rows_no_cache").split()[0] == "80,200"
-    assert value_text(page, "key_rows_cache").split()[0] == "400"
+    assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "80,200"
+    assert value_text(page, WIDGET, "key_rows_cache").split()[0] == "400"
 
 
 def test_exercise_2s_setting_is_baked_and_draws_its_single_points(page, server):
@@ -88,5 +85,5 @@ def test_exercise_2s_setting_is_baked_and_draws_its_single_points(page, server):
     modes = page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot').data
         .slice(0, 2).map(t => t.mode)""")
     assert all("markers" in m for m in modes)
-    assert value_text(page, "same_tokens") == "yes"
-    assert value_text(page, "key_rows_no_cache").split()[0] == "32"
+    assert value_text(page, WIDGET, "same_tokens") == "yes"
+    assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "32"

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from widget_page import move_slider, value_text, wait_value
 
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/model/"
 MP = '[data-widget="model_params"]'
 SA = '[data-widget="sampling"]'
-
-
-def value_text(page, w, name):
-    return page.locator(f'{w} .tw-value[data-name="{name}"] dd').inner_text().strip()
-
-
-def wait_value(page, w, name, text):
-    page.wait_for_function("""([w, name, text]) => {
-        const dd = document.querySelector(`${w} .tw-value[data-name="${name}"] dd`);
-        return dd && dd.textContent.trim() === text; }""", arg=[w, name, text], timeout=20_000)
-
-
-def move_slider(page, w, name, position):
-    page.evaluate("""([w, name, pos]) => {
-        const s = document.querySelector(`${w} input[type=range][name=${name}]`);
-        s.value = pos;
-        s.dispatchEvent(new Event('input', {bubbles: true}));
-    }""", [w, name, position])
 
 
 def test_model_params_presets_and_custom(page, server):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from widget_page import move_slider
 
 pytestmark = pytest.mark.browser
 
@@ -10,25 +11,17 @@ CHAPTER = "/chapters/positions/"
 WIDGET = '[data-widget="positions"]'
 
 
-def move(page, name, position):
-    page.evaluate("""([w, name, pos]) => {
-        const s = document.querySelector(`${w} input[type=range][name=${name}]`);
-        s.value = pos;
-        s.dispatchEvent(new Event('input', {bubbles: true}));
-    }""", [WIDGET, name, position])
-
-
 def test_theta_and_width_recompute_live(page, server):
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
     before = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').data[1].y.slice(0, 40)")
-    move(page, "rope_theta", 13)  # the 14th round stop (1-2-5 per decade): 1,000,000
+    move_slider(page, WIDGET, "rope_theta", 13)  # the 14th round stop (1-2-5 per decade): 1,000,000
     page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'live'",
                            timeout=15_000)
     page.wait_for_function(f"""(before) => {{
         const y = document.querySelector('{WIDGET} .tw-plot').data[1].y.slice(0, 40);
         return y.some((v, i) => v !== before[i]); }}""", arg=before, timeout=15_000)
-    move(page, "d_model", 6)  # 64
+    move_slider(page, WIDGET, "d_model", 6)  # 64
     page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-plot').data[0]
         .z[0].length === 64""", timeout=15_000)
     half = page.locator(f'{WIDGET} .tw-value[data-name="half_distance_text"] dd').inner_text()
@@ -40,7 +33,7 @@ def test_offline_the_baked_theta_is_drawn(page, server):
     page.route("**/api/**", lambda route: route.abort())
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
-    move(page, "rope_theta", 12)  # 500,000, a baked value
+    move_slider(page, WIDGET, "rope_theta", 12)  # 500,000, a baked value
     page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'precomputed'",
                            timeout=15_000)
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from widget_page import value_text
 
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/recurrence/"
 WIDGET = '[data-widget="sequential_vs_parallel"]'
-
-
-def value_text(page, name):
-    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
 
 
 def wait_live_and(page, js_condition):
@@ -25,9 +22,9 @@ def test_the_widget_draws_and_both_panels_follow_the_controls(page, server):
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
     page.wait_for_selector(".katex", timeout=20_000)
-    assert "cpu" in value_text(page, "measured_on")
-    assert float(value_text(page, "speedup").split()[0]) > 0
-    first_ms = value_text(page, "ms_sequential")
+    assert "cpu" in value_text(page, WIDGET, "measured_on")
+    assert float(value_text(page, WIDGET, "speedup").split()[0]) > 0
+    first_ms = value_text(page, WIDGET, "ms_sequential")
 
     # The factor slider: the right panel and the gradient value follow; 1.1 over 100 steps.
     box = page.locator(f'{WIDGET} input[name="factor-value"]')
@@ -35,7 +32,7 @@ def test_the_widget_draws_and_both_panels_follow_the_controls(page, server):
     box.dispatch_event("change")
     wait_live_and(page, """w.querySelector('.tw-plot').data
         .some(t => t.name === '1.1 per step' && t.line && t.line.width === 3)""")
-    assert value_text(page, "gradient_product").split()[0] == "1.38e+04"  # as Python writes .3g
+    assert value_text(page, WIDGET, "gradient_product").split()[0] == "1.38e+04"  # as Python writes .3g
 
     # The length: a new measurement, drawn with its length in the title of the left panel.
     box = page.locator(f'{WIDGET} input[name="length-value"]')
@@ -43,7 +40,7 @@ def test_the_widget_draws_and_both_panels_follow_the_controls(page, server):
     box.dispatch_event("change")
     wait_live_and(page, """w.querySelector('.tw-plot').layout.annotations[0].text
         .startsWith('T = 512,')""")
-    assert value_text(page, "ms_sequential") != first_ms
+    assert value_text(page, WIDGET, "ms_sequential") != first_ms
     assert page.locator(f'{WIDGET} input[type=range][name="length"]').count() == 1
     assert page.console_errors == []
 
@@ -70,7 +67,7 @@ def test_with_the_api_blocked_the_baked_timings_are_drawn(page, server):
         return w.dataset.source === 'precomputed' &&
             w.querySelector('.tw-plot').layout.annotations[0].text.startsWith('T = 1024,');
     }}""", timeout=20_000)
-    assert "cpu" in value_text(page, "measured_on")
+    assert "cpu" in value_text(page, WIDGET, "measured_on")
 
 
 def test_a_shared_link_sets_the_controls_and_a_phone_gets_stacked_panels(browser, server):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from widget_page import move_slider, wait_live
 
 pytestmark = pytest.mark.browser
 
@@ -32,14 +33,6 @@ def box(page, w, name):
     return page.locator(f'{w} input[name="{name}-value"]')
 
 
-def move(page, w, name, position):
-    page.evaluate("""([w, name, pos]) => {
-        const s = document.querySelector(`${w} input[type=range][name=${name}]`);
-        s.value = pos;
-        s.dispatchEvent(new Event('input', {bubbles: true}));
-    }""", [w, name, position])
-
-
 def type_into(page, w, name, value):
     b = box(page, w, name)
     b.fill(str(value))
@@ -53,12 +46,6 @@ def answered(page, widget_name, action):
                               timeout=40_000) as info:
         action()
     return info.value.status
-
-
-def wait_live(page, w):
-    page.wait_for_function(f"""() => {{ const el = document.querySelector('{w}');
-        return el.dataset.source === 'live' && !el.classList.contains('tw-busy'); }}""",
-                           timeout=40_000)
 
 
 def notice(page, w):
@@ -76,8 +63,8 @@ def test_query_heads_drag_over_legal_stops_only(page, server):
     assert s.input_value() == "5" and s.get_attribute("aria-valuetext") == "32"
     statuses, shown = [], []
     for index in (6, 7, 4, 2, 0, 3, 5):
-        statuses.append(answered(page, "model_params", lambda: move(page, MP, "n_heads", index)))
-        wait_live(page, MP)
+        statuses.append(answered(page, "model_params", lambda: move_slider(page, MP, "n_heads", index)))
+        wait_live(page, MP, settled=True, timeout=40_000)
         shown.append((box(page, MP, "n_heads").input_value(), s.get_attribute("aria-valuetext"),
                       box(page, MP, "n_kv").input_value()))
         if index == 2:  # 4 query heads: the 8 key/value heads moved to 4, in one line
@@ -102,7 +89,7 @@ def test_kv_heads_drag_over_divisors_in_the_serving_chapter(page, server):
     open_widget(page, server + SERVING, KV)
     s = slider(page, KV, "n_kv")
     assert s.get_attribute("max") == "5"  # 32 query heads: 1, 2, 4, 8, 16, 32
-    statuses = [answered(page, "kv_cache", lambda i=i: move(page, KV, "n_kv", i))
+    statuses = [answered(page, "kv_cache", lambda i=i: move_slider(page, KV, "n_kv", i))
                 for i in (0, 1, 2, 4, 5)]
     assert statuses == [200] * 5
     assert box(page, KV, "n_kv").input_value() == "32"
@@ -118,7 +105,7 @@ def test_attention_cost_follows_heads_batch_and_dtype_together(page, server):
     steps = [("head_dim", 160, 915), ("n_heads", 20, 204), ("batch", 10, 64)]
     for name, value, ceiling in steps:
         assert answered(page, "attention_cost", lambda: type_into(page, AC, name, value)) == 200
-        wait_live(page, AC)
+        wait_live(page, AC, settled=True, timeout=40_000)
         if ceiling:
             assert box(page, AC, "context_len").input_value() == str(ceiling)
             assert box(page, AC, "context_len").get_attribute("max") == str(ceiling)
@@ -157,14 +144,14 @@ def test_a_preset_says_one_line_and_a_slider_switches_to_custom(page, server, w,
     open_widget(page, server + url, w)
     assert answered(page, name, lambda: page.locator(f"{w} select[name=preset]")
                     .select_option(preset)) == 200
-    wait_live(page, w)
+    wait_live(page, w, settled=True, timeout=40_000)
     line = notice(page, w)
     assert f"Showing {preset}'s configuration." in line and "set to" not in line
     layers = slider(page, w, "n_layers")
     assert not layers.is_disabled() and layers.get_attribute("max") == "128"
     assert box(page, w, "n_layers").input_value() == "32"
-    assert answered(page, name, lambda: move(page, w, "n_layers", 40)) == 200
-    wait_live(page, w)
+    assert answered(page, name, lambda: move_slider(page, w, "n_layers", 40)) == 200
+    wait_live(page, w, settled=True, timeout=40_000)
     assert page.locator(f"{w} select[name=preset]").input_value() == "custom"
     assert notice(page, w) == f"Switched to custom, starting from {preset}'s configuration."
     assert box(page, w, "n_layers").input_value() == "40"
@@ -172,9 +159,9 @@ def test_a_preset_says_one_line_and_a_slider_switches_to_custom(page, server, w,
     assert page.locator(f"{w} .tw-error").is_hidden()
     # typing under a preset does the same, no red error
     page.locator(f"{w} select[name=preset]").select_option(preset)
-    wait_live(page, w)
+    wait_live(page, w, settled=True, timeout=40_000)
     assert answered(page, name, lambda: type_into(page, w, "n_layers", 20)) == 200
-    wait_live(page, w)
+    wait_live(page, w, settled=True, timeout=40_000)
     assert page.locator(f"{w} select[name=preset]").input_value() == "custom"
     assert page.locator(f"{w} .tw-error").is_hidden()
 
@@ -188,8 +175,8 @@ def test_theta_is_round_in_the_box_the_request_and_the_url(page, server):
             and sent.append(r.post_data_json["rope_theta"]))
     seen = []
     for index in (8, 9, 12, 13, 16):
-        assert answered(page, "positions", lambda i=index: move(page, PO, "rope_theta", i)) == 200
-        wait_live(page, PO)
+        assert answered(page, "positions", lambda i=index: move_slider(page, PO, "rope_theta", i)) == 200
+        wait_live(page, PO, settled=True, timeout=40_000)
         seen.append(float(box(page, PO, "rope_theta").input_value()))
     assert seen == [20000, 50000, 500000, 1_000_000, 10_000_000]
     assert sent == seen

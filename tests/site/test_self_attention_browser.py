@@ -4,15 +4,12 @@ shared through the URL, and on a phone."""
 from __future__ import annotations
 
 import pytest
+from widget_page import value_text
 
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/self-attention/"
 WIDGET = '[data-widget="river_bank"]'
-
-
-def value_text(page, name):
-    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
 
 
 def plotted_weights(page):
@@ -38,14 +35,14 @@ def wait_live_value(page, name, text):
 def test_baked_then_live_neighbour_scaling_and_custom_word(page, server):
     widget = open_chapter(page, server)
     assert widget.get_attribute("data-source") == "precomputed"
-    assert (value_text(page, "weight_the"), value_text(page, "weight_neighbour"),
-            value_text(page, "weight_bank")) == ("0.137", "0.306", "0.557")
-    assert (value_text(page, "water_after"), value_text(page, "money_after")) == ("1.73", "0.93")
+    assert (value_text(page, WIDGET, "weight_the"), value_text(page, WIDGET, "weight_neighbour"),
+            value_text(page, WIDGET, "weight_bank")) == ("0.137", "0.306", "0.557")
+    assert (value_text(page, WIDGET, "water_after"), value_text(page, WIDGET, "money_after")) == ("1.73", "0.93")
     assert [round(x, 3) for x in plotted_weights(page)] == [0.137, 0.306, 0.557]
 
     widget.locator('select[name="neighbour"]').select_option("savings")
     wait_live_value(page, "water_after", "0.93")
-    assert value_text(page, "money_after") == "1.73" and value_text(page, "leans") == "money"
+    assert value_text(page, WIDGET, "money_after") == "1.73" and value_text(page, WIDGET, "leans") == "money"
 
     widget.locator('input[type=checkbox][name="scaled"]').uncheck()
     wait_live_value(page, "weight_bank", "0.734")
@@ -58,7 +55,7 @@ def test_baked_then_live_neighbour_scaling_and_custom_word(page, server):
         box.fill(number)
         box.dispatch_event("change")
     wait_live_value(page, "leans", "neither (a tie)")
-    assert value_text(page, "water_after") == value_text(page, "money_after")
+    assert value_text(page, WIDGET, "water_after") == value_text(page, WIDGET, "money_after")
     assert page.console_errors == []
 
 
@@ -74,7 +71,7 @@ def test_a_slider_drag_moves_the_plot(page, server):
         f"""() => document.querySelector('{WIDGET}').dataset.source === 'live'
              && document.querySelector('{WIDGET} .tw-plot').data[0].y[1] > 0.37""", timeout=15_000)
     assert widget.locator('input[name="water-value"]').input_value() == "3"
-    assert value_text(page, "leans") == "water"
+    assert value_text(page, WIDGET, "leans") == "water"
 
     # Slider-to-plot latency: each move must redraw the neighbour's bar with its new weight.
     page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot')
@@ -108,7 +105,7 @@ def test_with_the_api_blocked_the_savings_flip_is_baked(page, server):
         f"""() => document.querySelector('{WIDGET} .tw-value[data-name="water_after"] dd')
              .textContent.trim() === '0.93'""", timeout=15_000)
     assert widget.get_attribute("data-source") == "precomputed"
-    assert value_text(page, "money_after") == "1.73"
+    assert value_text(page, WIDGET, "money_after") == "1.73"
 
 
 def test_a_shared_url_opens_on_its_setting(page, server):

@@ -1,0 +1,35 @@
+"""What the browser tests do to a widget on a page, written once.
+
+`w` is a CSS selector for the widget's root (`[data-widget=mlp]`, `#widget-mlp`)."""
+
+from __future__ import annotations
+
+
+def move_slider(page, w, name, position):
+    """Set the range input `name` to `position` (a stop index or a value) as a drag would:
+    one `input` event. `window.__moved` records when, for latency measurements."""
+    page.evaluate("""([w, name, pos]) => {
+        const s = document.querySelector(`${w} input[type=range][name=${name}]`);
+        window.__moved = performance.now();
+        s.value = pos;
+        s.dispatchEvent(new Event('input', {bubbles: true}));
+    }""", [w, name, position])
+
+
+def value_text(page, w, name):
+    """The text of the widget's reported value `name`."""
+    return page.locator(f'{w} .tw-value[data-name="{name}"] dd').inner_text().strip()
+
+
+def wait_value(page, w, name, text, timeout=20_000):
+    """Wait until the widget's value `name` reads `text`."""
+    page.wait_for_function("""([w, name, text]) => {
+        const dd = document.querySelector(`${w} .tw-value[data-name="${name}"] dd`);
+        return dd && dd.textContent.trim() === text; }""", arg=[w, name, text], timeout=timeout)
+
+
+def wait_live(page, w, settled=False, timeout=20_000):
+    """Wait until the widget shows a live answer (and, with `settled`, no request is pending)."""
+    page.wait_for_function("""([w, settled]) => { const el = document.querySelector(w);
+        return el.dataset.source === 'live' && !(settled && el.classList.contains('tw-busy')); }""",
+                           arg=[w, settled], timeout=timeout)
