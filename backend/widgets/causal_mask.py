@@ -1,8 +1,9 @@
 """Widget: one sentence's attention weights under a mask, four ways of applying it, three dtypes.
 
-The words are the LLM-101 handout's hand-picked embeddings ("the river bank", and the fourth
-word "flooded" of exercise 05's "Try"); the scores are E Eᵀ / √4, as in the handout. Every
-number comes from `backend/reference/masks.py`. The work is a 5 x 5 matrix at most.
+The words are the river-bank chapter's hand-picked embeddings ("the river bank", and the fourth
+word "flooded" of exercise 05's "Try"); the scores are E Eᵀ / √4. Every number comes from
+`backend/reference/masks.py`. The work is a 5 x 5 matrix at most, plus a fixed 2 x 4
+cross-attention example (two target words over the padded source "the river bank <pad>").
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from backend.reference.encoder_decoder import seq2seq_masks
 from backend.widgets.spec import Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, WEIGHT_SCALE, base_layout
 
-# The handout's embeddings: (water, money, generic, unused). A padding token is all zeros, as
+# The hand-picked embeddings: (water, money, generic, unused). A padding token is all zeros, as
 # nn.Embedding(padding_idx=...) leaves it.
 EMBEDDINGS = {
     "the": (0.3, 0.3, 2.5, 0.0),
@@ -31,6 +32,10 @@ MASKS = ("none", "causal", "padding", "causal_padding")
 FORMS = ("additive", "additive_min", "additive_min_fp32", "boolean", "fill_1e4", "after_softmax")
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 D = 4  # values per vector: the scores are divided by sqrt(4) = 2
+# Cross-attention: decoder queries from a target sentence, encoder keys and values from the
+# source, padded to four positions as in a batch whose longest source has four tokens.
+CROSS_SOURCE = ("the", "river", "bank", "<pad>")
+CROSS_TARGET = ("bank", "flooded")
 
 MASK_WORDS = {
     "none": "no mask (encoder)",
@@ -54,7 +59,7 @@ SPEC = WidgetSpec(
                 "padding mask, applied additively, as a boolean, or (wrongly) after the softmax.",
     params=(
         Param("words", "sentence", "choice", default=SENTENCES[0], options=SENTENCES,
-              help="The handout's three words, or with its fourth word 'flooded'."),
+              help="The river-bank chapter's three words, or with a fourth word, 'flooded'."),
         Param("mask", "mask", "choice", default="causal", options=MASKS,
               help="none: everyone sees everyone (encoder). causal: each word sees itself and "
                    "earlier words (decoder). padding: one <pad> appended, hidden as a key. "
@@ -63,8 +68,8 @@ SPEC = WidgetSpec(
               help="additive: add 0 / −∞ before the softmax. additive_min: add 0 / the dtype's "
                    "most negative number. additive_min_fp32: the same mask built in float32 "
                    "and then cast to the score dtype. boolean: masked_fill a True-means-attend "
-                   "predicate with the dtype's minimum. fill_1e4: masked_fill with −1e4, as "
-                   "004 §9.1 writes it. after_softmax: the mistake, zeroing weights after the "
+                   "predicate with the dtype's minimum. fill_1e4: masked_fill with −1e4, a "
+                   "sentinel common in older code. after_softmax: the mistake, zeroing weights after the "
                    "softmax."),
         Param("dtype", "score dtype", "choice", default="float32", options=tuple(DTYPES),
               help="The dtype the embeddings, scores and mask are held in."),
@@ -150,7 +155,7 @@ def compute(params: dict) -> dict:
     E = torch.tensor([EMBEDDINGS[w] for w in tokens])[None, None]  # (1, 1, T, d)
     sdpa = masks.sdpa_weights(E, E, allowed[None, None])[0, 0]  # (T, T)
     sdpa_empty = [sdpa[i] for i in range(T) if not bool(allowed[i].any())]
-    # 004 §9.1's three masks for a batch of two (source lengths 5 and 3, four target tokens).
+    # The encoder-decoder's three masks for a batch of two (source lengths 5 and 3, four target tokens).
     shapes = seq2seq_masks(torch.tensor([5, 3]), 5, 4)
     padded_decoder = seq2seq_masks(torch.tensor([5, 3]), 5, 4, tgt_lengths=torch.tensor([4, 2])).decoder
     # The exact (float32) weights, rounded to `dtype` only at the end: what rounding costs the
@@ -175,8 +180,10 @@ def compute(params: dict) -> dict:
         "additive_min_equals_boolean": same(w_min, w_bool),
         "same_as_boolean": same(weights_for(form, scores, allowed), w_bool),
         "largest_masked_weight": max(masked_kept, default=0.0),
+        # uniform to the dtype's precision (1/5 is not exact in float16 or bfloat16)
         "empty_row_is_uniform": bool(empty) and all(
-            torch.allclose(weights[i], torch.full((T,), 1 / T)) for i in empty),
+            torch.allclose(weights[i], torch.full((T,), 1 / T), rtol=torch.finfo(dtype).eps, atol=0)
+            for i in empty),
         "scores": [[_num(float(x)) for x in row] for row in scores.float()],
         "weights_rounded_after": [[_num(float(x)) for x in row] for row in w_own],
         "torch_version": torch.__version__.split("+")[0],
@@ -191,6 +198,7 @@ def compute(params: dict) -> dict:
         "dtype_min": pitfall["dtype_min"],
         "min_overflow_margin": pitfall["min_overflow_margin"],
         "nan_rows_fp32_min_cast": sum(bool(w_cast[i].isnan().any()) for i in range(T)),
+        "cross": cross_example(),
     }
     title = f"{MASK_WORDS[mask]} · {FORM_WORDS[form]} · {dtype_name}"
     return {
@@ -198,6 +206,29 @@ def compute(params: dict) -> dict:
         "figure": figure(tokens, weights, allowed, sums, title),
         "summary": summary(words, mask, form, dtype_name, values),
         "table": table(tokens, values, title),
+    }
+
+
+def cross_example() -> dict:
+    """Two target words' queries over the padded source: the cross mask at work, in float32."""
+    q = torch.tensor([EMBEDDINGS[w] for w in CROSS_TARGET])  # (T_tgt, d) decoder queries
+    kv = torch.tensor([EMBEDDINGS[w] for w in CROSS_SOURCE])  # (T_src, d) encoder keys = values
+    src_lengths = torch.tensor([CROSS_SOURCE.index("<pad>")])  # one source of 3 real tokens
+    allowed = masks.cross_mask(src_lengths, len(CROSS_TARGET), len(CROSS_SOURCE))  # (1, 1, T_tgt, T_src)
+    scores = q @ kv.T / math.sqrt(D)  # (T_tgt, T_src): not square
+    w = masks.weights_boolean(scores, allowed[0, 0])  # (T_tgt, T_src)
+    sdpa = masks.sdpa_weights(q[None, None], kv[None, None], allowed)[0, 0]
+    out = w @ kv  # (T_tgt, d): each target word's mix of source vectors
+    return {
+        "queries": list(CROSS_TARGET),
+        "keys": list(CROSS_SOURCE),
+        "mask_shape": str(tuple(allowed.shape)),
+        "weights_shape": str(tuple(w.shape)),
+        "allowed": allowed[0, 0].tolist(),
+        "weights": [[_num(float(x)) for x in row] for row in w],
+        "row_sums": [_num(float(s)) for s in w.sum(-1)],
+        "outputs": [[_num(float(x)) for x in row] for row in out],
+        "same_as_sdpa": bool(torch.allclose(w, sdpa, atol=1e-6)),
     }
 
 

@@ -109,9 +109,88 @@ def _multi_head(h: int, d: int):
 
 @lru_cache(maxsize=1)
 def _constants() -> dict:
-    """The chapter's fixed examples: the handout's two heads and the published head shapes."""
+    """The chapter's fixed examples: the two heads over "the river bank" and the published head shapes."""
     return {"two_heads": two_heads_example(), "head_table": list(head_table(COST_SEQ_LEN)),
             "cost_seq_len": COST_SEQ_LEN, "init": init_stds(512, 8)}
+
+
+# Sentences for the trained measurement: plain English, none of them the chapter's own.
+TRAINED_SENTENCES = (
+    "The keys to the cabinet were on the table.",
+    "The animal didn't cross the street because it was too tired.",
+    "She poured the water from the jug into the glass until it was full.",
+    "After the storm, the river rose and flooded the fields near the village.",
+    "The committee postponed the vote because two members were ill.",
+    "He read the letter twice before he understood what it meant.",
+    "Most trains leave the station on time, but the last one is often late.",
+    "The children who live next door play football in the park every Sunday.",
+)
+
+
+@lru_cache(maxsize=1)
+def trained_pooling() -> dict | None:
+    """The same mean-pooling on *trained* heads: MiniLM's 12 query heads in each of its 6
+    layers, their keys and values pooled into n_kv contiguous groups (weights and biases), the
+    attention output after W_O compared with the original's over every sentence above. None
+    when this server cannot load MiniLM."""
+    from backend.reference.grouped_query import repeat_kv
+    from backend.widgets import attention_map
+
+    try:
+        model, tok = attention_map._hf(str(attention_map.minilm_dir()))
+    except ParamError:
+        return None
+    n_heads = model.config.num_attention_heads
+    d_head = model.config.hidden_size // n_heads
+    choices = [k for k in range(n_heads - 1, 0, -1) if n_heads % k == 0]  # 6, 4, 3, 2, 1
+    diff2 = {k: [0.0] * len(model.encoder.layer) for k in choices}
+    ref2 = [0.0] * len(model.encoder.layer)
+
+    def heads(x, lin, n):  # (T, d) -> (n, T, d_head)
+        return lin(x).view(x.shape[0], n, d_head).transpose(0, 1)
+
+    with torch.no_grad():
+        for text in TRAINED_SENTENCES:
+            enc = tok(text, return_tensors="pt")
+            hidden = model(**enc, output_hidden_states=True).hidden_states  # input to each layer
+            for li, layer in enumerate(model.encoder.layer):
+                att, x = layer.attention, hidden[li][0]  # (T, d)
+                q = heads(x, att.self.query, n_heads)  # (h, T, d_head)
+
+                def output(k, v):  # bidirectional attention, then W_O (its bias left out)
+                    w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d_head), dim=-1)
+                    ctx = (w @ v).transpose(0, 1).reshape(x.shape[0], -1)  # (T, d)
+                    return ctx @ att.output.dense.weight.T
+
+                y = output(heads(x, att.self.key, n_heads), heads(x, att.self.value, n_heads))
+                ref2[li] += float(y.pow(2).sum())
+                for n_kv in choices:
+                    n_rep = n_heads // n_kv
+                    pooled = []
+                    for lin in (att.self.key, att.self.value):
+                        pool = torch.nn.Linear(lin.in_features, n_kv * d_head)
+                        pool.weight.copy_(lin.weight.view(n_kv, n_rep, d_head, -1).mean(1).reshape(n_kv * d_head, -1))
+                        pool.bias.copy_(lin.bias.view(n_kv, n_rep, d_head).mean(1).reshape(-1))
+                        pooled.append(repeat_kv(heads(x, pool, n_kv)[None], n_rep)[0])  # (h, T, d_head)
+                    diff2[n_kv][li] += float((output(*pooled) - y).pow(2).sum())
+    return {
+        "n_heads": n_heads,
+        "n_layers": len(model.encoder.layer),
+        "n_sentences": len(TRAINED_SENTENCES),
+        "n_kv": choices,
+        "n_rep": [n_heads // k for k in choices],
+        # relative change of the attention output, per n_kv choice, per layer
+        "change": [[math.sqrt(diff2[k][li] / ref2[li]) for li in range(len(ref2))] for k in choices],
+        "random_theory": [math.sqrt(1 - k / n_heads) for k in choices],
+    }
+
+
+def _trained_summary(t: dict | None) -> dict | None:
+    """Per n_kv choice, the least and most changed layer."""
+    if t is None:
+        return None
+    return {**t, "change_min": [min(row) for row in t["change"]],
+            "change_max": [max(row) for row in t["change"]]}
 
 
 def compute(params: dict) -> dict:
@@ -145,6 +224,7 @@ def compute(params: dict) -> dict:
         "max_weight_change": float((w - w_mha).abs().max()),
         "words": WORDS,
         "groups": groups,
+        "trained": _trained_summary(trained_pooling()),
         **_constants(),
     }
     rounded = [[[round(float(v), 3) for v in row] for row in m] for m in maps]

@@ -173,3 +173,33 @@ def test_flop_counter_counts_two_per_multiply_add(v):
     r = v["head_table"][1]
     T, d = v["cost_seq_len"], r["d_model"]
     assert r["flops_projections"] == 4 * 2 * T * d * d
+
+
+def test_trained_heads_change_at_least_as_much_as_random_ones(v):
+    """'In every layer and at every n_kv, pooling MiniLM's trained heads changes the output at
+    least as much as the random-heads figure'; the table's columns are what they say."""
+    t = v["trained"]
+    assert t is not None, "MiniLM must be loadable where the book is built"
+    assert (t["n_heads"], t["n_layers"]) == (12, 6)
+    assert t["n_kv"] == [6, 4, 3, 2, 1] and t["n_rep"] == [2, 3, 4, 6, 12]
+    for k, row, theory, lo, hi in zip(t["n_kv"], t["change"], t["random_theory"],
+                                      t["change_min"], t["change_max"]):
+        assert len(row) == 6 and lo == min(row) and hi == max(row)
+        assert abs(theory - (1 - k / 12) ** 0.5) < 1e-12
+        assert all(c >= theory for c in row)
+    assert t["n_sentences"] == len(mh.TRAINED_SENTENCES) and mh.SENTENCE + "." in mh.TRAINED_SENTENCES
+
+
+def test_the_mask_broadcasts_over_heads():
+    """'The mask comes with a head axis of size 1 ... and broadcasts over the heads'."""
+    from backend.reference import masks
+    from backend.reference.config import ModelConfig
+    from backend.reference.multi_head import MultiHeadAttention
+
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(ModelConfig(vocab_size=1, d_model=32, n_layers=1, n_heads=4, d_ff=1)).eval()
+    x = torch.randn(2, 5, 32)
+    once = masks.causal_mask(5).expand(2, 1, 5, 5)  # (B, 1, T, T)
+    y1, _ = layer(x, x, once)
+    y4, _ = layer(x, x, once.repeat(1, 4, 1, 1))  # copied once per head
+    assert torch.allclose(y1, y4)

@@ -41,7 +41,7 @@ def test_flooded_only_the_flooded_row_matches_and_decoder_rows_do_not_change():
 
 
 def test_additive_and_boolean_give_the_same_weights_when_no_row_is_empty():
-    """'on the handout's sentence they give the same weights to every digit', at every dtype."""
+    """'on the river-bank sentence they give the same weights to every digit', at every dtype."""
     for words, mask, dtype in itertools.product(cm.SENTENCES, ("none", "causal", "padding"), cm.DTYPES):
         v = run(words=words, mask=mask, dtype=dtype)
         assert v["additive_equals_boolean"] and v["additive_min_equals_boolean"]
@@ -126,17 +126,27 @@ def test_fp32_mask_upcasts_and_its_minimum_becomes_minus_infinity(dtype):
     assert abs(run(dtype="bfloat16")["dtype_min"]) < abs(f32["dtype_min"])  # 'a little smaller'
 
 
-def test_fp32_mask_then_fails_at_the_matmul_or_runs_on_doubled_when_cast_back():
+def test_fp32_mask_then_fails_at_the_matmul_or_runs_on_with_a_float32_sum():
     """'Plain code ... stops with expected m1 and m2 to have the same dtype'; 'code that casts the
-    weights back ... runs on'; and masked_fill refuses float32's minimum on float16 scores."""
+    weights back ... runs on without a word. Its softmax already runs in float32, so the weights
+    cost the same; what the float32 mask adds is the pre-softmax sum ... at twice the size';
+    and masked_fill refuses float32's minimum on float16 scores."""
     s16 = cm.scores_for(["the", "river", "bank"], torch.float16)
     mask32 = masks.to_additive(masks.causal_mask(3), torch.float32)
+    mask16 = masks.to_additive(masks.causal_mask(3), torch.float16)
     v16 = torch.randn(3, 4).half()
     w = masks.weights_additive(s16, mask32)
     assert w.dtype == torch.float32 and w.element_size() == 2 * s16.element_size()
     with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype"):
         w @ v16
     assert (w.to(s16.dtype) @ v16).dtype == torch.float16  # Hugging Face's cast back: no error
+    # Hugging Face's eager softmax: dtype=float32, then back to the query's dtype
+    wrong, right = s16 + mask32, s16 + mask16
+    assert wrong.element_size() == 2 * right.element_size()  # the sum at twice the size
+    hf_wrong = torch.softmax(wrong, -1, dtype=torch.float32)
+    hf_right = torch.softmax(right, -1, dtype=torch.float32)
+    assert hf_wrong.dtype == hf_right.dtype == torch.float32  # the weights cost the same
+    assert torch.equal(hf_wrong.to(torch.float16), hf_right.to(torch.float16))
     with pytest.raises(RuntimeError, match="without overflow"):
         s16.masked_fill(~masks.causal_mask(3), torch.finfo(torch.float32).min)
 
@@ -150,7 +160,7 @@ def test_to_additive_is_hugging_faces_eager_mask_conversion():
 
 
 def test_minus_1e4_fits_float16_and_its_masked_weights_are_exactly_zero():
-    """004 §9.1's sentinel: finite, so the empty row is uniform; fits float16; exp(-1e4) is exactly
+    """The −1e4 sentinel of older code: finite, so the empty row is uniform; fits float16; exp(-1e4) is exactly
     0 in float32, so every row with something to see equals the boolean form's."""
     assert 1e4 < abs(run(dtype="float16")["dtype_min"])
     for words, mask, dtype in itertools.product(cm.SENTENCES, cm.MASKS, cm.DTYPES):
@@ -181,7 +191,7 @@ def test_float16_minimum_overflows_at_the_margin():
 
 
 def test_bfloat16_loses_a_digit_float16_keeps_them():
-    """'river's weight on itself reads 0.72 instead of 0.73 ... float16 keeps all of the handout's digits here'."""
+    """'river's weight on itself reads 0.72 instead of 0.73 ... float16 keeps both decimals of every weight here'."""
     bf, f32 = run(mask="none", dtype="bfloat16"), run(mask="none")
     assert round(bf["weights"][1][1], 2) != round(f32["weights"][1][1], 2)
     # the digit goes in the scores: rounding only the exact weight keeps it
@@ -223,3 +233,40 @@ def test_empty_rows_are_named_and_only_in_causal_padding():
     for words, mask, form in itertools.product(cm.SENTENCES, cm.MASKS, cm.FORMS):
         v = run(words=words, mask=mask, form=form)
         assert v["empty_rows"] == (1 if mask == "causal_padding" else 0)
+
+
+def test_cross_attention_worked():
+    """'a table of shape (2, 4)' ... 'There is no triangle: bank reads the whole source, and puts
+    0.56 on the source's bank, a later position than its own' ... 'The pad's column is 0 in both
+    rows, and each row still sums to 1' ... 'flooded ... puts 0.69 of its weight on river' ...
+    checked against SDPA; and the summary: 'every target query sees every real source token'."""
+    c = run()["cross"]
+    assert c["queries"] == ["bank", "flooded"] and c["keys"] == ["the", "river", "bank", "<pad>"]
+    assert c["weights_shape"] == "(2, 4)" and c["mask_shape"] == "(1, 1, 2, 4)"
+    assert c["allowed"] == [[True, True, True, False]] * 2  # no triangle, only the pad hidden
+    assert all(row[3] == 0 for row in c["weights"]) and c["row_sums"] == [1.0, 1.0]
+    assert all(w > 0 for row in c["weights"] for w in row[:3])
+    assert c["keys"].index("bank") > c["queries"].index("bank")  # 'a later position than its own'
+    assert c["weights"][0] == run(mask="none")["weights"][2] + [0.0]  # bank's encoder row
+    assert "flooded" not in c["keys"] and max(range(4), key=lambda j: c["weights"][1][j]) == 1
+    assert c["same_as_sdpa"]
+    assert round(c["outputs"][1][3]) == 0  # the fourth number of every word is 0
+    for params in ({}, {"mask": "none", "dtype": "bfloat16"}, {"form": "after_softmax"}):
+        assert run(**params)["cross"] == c  # a fixed example, whatever the widget shows
+
+
+def test_sdpa_wants_the_negated_blocked_mask():
+    """'Negate the mask (~mask) at the boundary': a True-means-blocked mask, negated, gives SDPA
+    the boolean form's weights; unnegated it attends to exactly the wrong keys."""
+    E = torch.tensor([cm.EMBEDDINGS[w] for w in ("the", "river", "bank")])
+    blocked = torch.triu(torch.ones(3, 3, dtype=torch.bool), 1)
+    good = masks.sdpa_weights(E[None, None], E[None, None], ~blocked)[0, 0]
+    assert torch.allclose(good, masks.weights_boolean(cm.scores_for(["the", "river", "bank"], torch.float32), ~blocked), atol=1e-6)
+    bad = masks.sdpa_weights(E[None, None], E[None, None], blocked)[0, 0]
+    assert bool((bad[:2][~blocked[:2]] == 0).all())  # rows with something to see: only future keys
+
+
+def test_empty_row_is_uniform_in_every_dtype():
+    """The pad's row under causal_padding and a finite sentinel: uniform, in float16 and bfloat16 too."""
+    for words, form, dtype in itertools.product(cm.SENTENCES, ("additive_min", "boolean", "fill_1e4"), cm.DTYPES):
+        assert run(words=words, mask="causal_padding", form=form, dtype=dtype)["empty_row_is_uniform"]
