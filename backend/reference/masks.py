@@ -92,7 +92,7 @@ def weights_additive(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def weights_boolean(scores: torch.Tensor, allowed: torch.Tensor, fill: float | None = None) -> torch.Tensor:
     """Boolean form: keep the predicate (True = may attend); masked_fill writes the sentinel.
 
-    The sentinel defaults to the scores' own dtype minimum; 004 §9.1 writes -1e4 instead.
+    The sentinel defaults to the scores' own dtype minimum; older code often writes -1e4 instead.
     """
     fill = torch.finfo(scores.dtype).min if fill is None else fill
     return softmax_rows(scores.masked_fill(~allowed, fill))

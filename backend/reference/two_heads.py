@@ -21,7 +21,7 @@ EMBEDDINGS = torch.tensor([
     [2.6, 0.0, 0.5, 0.0],  # river
     [1.6, 1.6, 0.8, 0.0],  # bank
 ])
-MONEYED_THE = torch.tensor([0.3, 2.5, 2.5, 0.0])  # the handout's "Try": give "the" a money value
+MONEYED_THE = torch.tensor([0.3, 2.5, 2.5, 0.0])  # give "the" a large money value
 # --8<-- [end:words]
 
 
