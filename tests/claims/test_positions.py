@@ -167,3 +167,22 @@ def test_check_yourself_offsets_agree_to_about_four_digits_not_seven():
 def test_exercise_3_answer_4_pairs():
     assert int((rope.wavelengths(128, 10000.0) > 4 * 8192).sum()) == 4
     assert values(d_model=128, max_position=8193)["slow_pairs_at_max"] == 4
+
+
+# -- The widget's headline --------------------------------------------------------------------
+
+@pytest.mark.parametrize("params", [{}, {"d_model": 128, "max_position": 4096},
+                                    {"d_model": 128, "rope_theta": 100.0}])
+def test_the_headline_reports_the_first_fall_below_one_half_not_the_last_position(params):
+    out = w.compute(SPEC.resolve({**SPEC.defaults(), **params}))
+    v = out["values"]
+    assert f"first less than half as similar to its query {v['half_distance']:,} positions" in out["summary"]
+    assert f"{v['similarity_at_max']:.2f} similar" not in out["summary"]
+
+
+def test_at_the_default_width_the_last_position_is_an_aliasing_coincidence():
+    # width 8: the curve dips below 1/2 within a few positions and swings back near 1 at 63,
+    # because 63 is close to 20 pi (cos 63 = 0.985): the value at the far end says nothing of reach
+    v = values()
+    assert v["half_distance"] <= 5 and v["similarity_at_max"] > 0.9
+    assert math.cos(63) > 0.98
