@@ -261,8 +261,21 @@ def encode_hf(path: str, text: str, name: str, label: str, short: str) -> Encode
         label=label,
         short=short,
         causal=bool(float(torch.triu(maps, diagonal=1).max()) == 0.0) if len(ids) > 1 else True,
-        info={"n_params": sum(p.numel() for p in model.parameters())},
+        info={"n_params": sum(p.numel() for p in model.parameters()),
+              # BERT-family encoders (MiniLM) and GPT-2 learn one vector per position: a table
+              # of (positions, width) that the positions chapter quotes; None for RoPE models.
+              "position_table": _position_table(model)},
     )
+
+
+def _position_table(model) -> list[int] | None:
+    """The shape of a model's learned absolute-position table, if it has one."""
+    for name in ("embeddings.position_embeddings", "wpe"):  # BERT family; GPT-2
+        try:
+            return list(model.get_submodule(name).weight.shape)
+        except AttributeError:
+            continue
+    return None
 
 
 def encode(model: str, text: str) -> Encoded:
