@@ -840,7 +840,11 @@
     this.notice = el("p", { "class": "tw-notice", role: "status" });
     this.notice.hidden = true;
     var head = el("div", { "class": "tw-head" });
-    head.appendChild(el("p", { "class": "tw-title", id: titleId }, this.spec.title));
+    var title = el("p", { "class": "tw-title", id: titleId });
+    var number = this.root.getAttribute("data-fig");  // "Figure 3.2": the build numbers every figure
+    if (number) title.appendChild(el("span", { "class": "tw-fignum" }, number + " \u2014 "));
+    title.appendChild(document.createTextNode(this.spec.title));
+    head.appendChild(title);
     var actions = el("div", { "class": "tw-actions" });
     this.copyButton = el("button", { type: "button", "class": "tw-action tw-copy" },
                          "Copy link to this setting");

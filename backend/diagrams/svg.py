@@ -57,6 +57,7 @@ class Canvas:
     height: float
     title: str
     desc: str
+    max_scale: float = 1.6       # at most this many CSS px per unit on a wide screen
     parts: list[str] = field(default_factory=list)
     _links: int = 0
 
@@ -88,7 +89,7 @@ class Canvas:
                           f"{html.escape(str(s))}</text>")
 
     def box(self, x, y, w, h, label=None, tone="plain", sub=None, mono=False, rx=6,
-            dashed=False, href=None):
+            dashed=False, href=None, size="normal"):
         """A rounded box with a centred label and an optional second, smaller line."""
         if href:
             self.open_link(href, label or "")
@@ -97,7 +98,7 @@ class Canvas:
             self.text(x + w / 2, y + h / 2 - 7, label, mono=mono)
             self.text(x + w / 2, y + h / 2 + 9, sub, size="small", mono=True)
         elif label is not None:
-            self.text(x + w / 2, y + h / 2, label, mono=mono)
+            self.text(x + w / 2, y + h / 2, label, mono=mono, size=size)
         if href:
             self.close_link()
 
@@ -133,7 +134,10 @@ class Canvas:
             self.text(mx + dx, my + dy, label, size="small", anchor=anchor, mono=True)
 
     def open_link(self, href: str, name: str):
-        """What is drawn until close_link() is a link (a box that opens its chapter)."""
+        """What is drawn until close_link() is a link (a box that opens its chapter).
+
+        `href` may name a page of the book as `doc:chapters/block.md#anchor`; the build hook
+        turns it into a link relative to the page the diagram is drawn on."""
         self._links += 1
         self.parts.append(f'<a {_attrs(href=href, class_="tw-d-link")}>'
                           f"<title>{html.escape(name)}</title>")
@@ -154,7 +158,7 @@ class Canvas:
         t, d = f"{fig_id}-title", f"{fig_id}-desc"
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="tw-diagram-svg" role="img" '
                 f'viewBox="0 0 {_num(self.width)} {_num(self.height)}" '
-                f'style="max-width:{_num(self.width * 1.6)}px" '
+                f'style="max-width:{_num(self.width * self.max_scale)}px" '
                 f'aria-labelledby="{t}" aria-describedby="{d}">'
                 f'<title id="{t}">{html.escape(self.title)}</title>'
                 f'<desc id="{d}">{html.escape(self.desc)}</desc>')

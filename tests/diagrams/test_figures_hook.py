@@ -1,0 +1,122 @@
+"""The build hook that places diagrams, numbers figures and gathers the appendices."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from mkdocs.exceptions import PluginError
+
+from widgets import figures
+
+NAV = [{"Home": "index.md"},
+       {"Part I": [{"One": "chapters/one.md"}, {"Two": "chapters/two.md"}]},
+       {"Appendices": [{"A": "chapters/corrections.md"}]}]
+
+
+def page(src: str, url: str):
+    return SimpleNamespace(file=SimpleNamespace(src_uri=src), url=url)
+
+
+class Files:
+    def __init__(self, *paths):
+        self.urls = {p: (p[:-3] + "/" if p != "index.md" else "") for p in paths}
+
+    def get_file_from_path(self, path):
+        return SimpleNamespace(url=self.urls[path]) if path in self.urls else None
+
+
+def render(markdown: str, src="chapters/two.md", url="chapters/two/", docs_dir="docs"):
+    config = {"nav": NAV, "docs_dir": docs_dir}
+    p = page(src, url)
+    md = figures.on_page_markdown(markdown, p, config, None)
+    files = Files("index.md", "chapters/one.md", "chapters/two.md", "chapters/model.md",
+                  "chapters/block.md", "chapters/self-attention.md", "chapters/masks.md",
+                  "chapters/scaling.md", "chapters/positions.md", "chapters/kv-cache.md",
+                  "chapters/heads.md")
+    return figures.on_page_content(md, p, config, files)
+
+
+WIDGET = '<div class="tw-widget" data-widget="mlp" id="widget-mlp" data-key="mlp"></div>'
+BLOCK = "```diagram\nname: model_map\nconfig: {preset: %s}\nid: %s\ncaption: The `model`.\n```\n"
+
+
+def test_figures_are_numbered_in_page_order_with_the_chapters_number():
+    out = render(BLOCK % ("book", "a") + "\n" + WIDGET + "\n\n" + BLOCK % ("llama-3-8b", "b")
+                 + '\nSee {{ fig("b") }} and {{ fig("mlp") }}.')
+    assert '<span class="tw-fignum">Figure 2.1</span> The <code>model</code>.' in out
+    assert 'id="widget-mlp" data-fig="Figure 2.2"' in out
+    assert '<span class="tw-fignum">Figure 2.3</span>' in out
+    assert '<a class="tw-figref" href="#fig-b">Figure 2.3</a>' in out
+    assert '<a class="tw-figref" href="#widget-mlp">Figure 2.2</a>' in out
+
+
+def test_pages_outside_the_chapters_number_from_one():
+    out = render(BLOCK % ("book", "map"), src="index.md", url="")
+    assert '<span class="tw-fignum">Figure 1</span>' in out
+    assert 'href="chapters/block/#from-layernorm-to-rmsnorm"' in out   # doc: links, from the root
+
+
+def test_doc_links_are_relative_to_the_page():
+    out = render(BLOCK % ("book", "map"))
+    assert 'href="../block/#from-layernorm-to-rmsnorm"' in out
+    assert 'href="../masks/"' in out and "doc:" not in out
+
+
+def test_the_figure_has_an_accessible_name_and_a_text_description():
+    out = render(BLOCK % ("book", "map"))
+    assert 'role="img"' in out and 'aria-labelledby="fig-map-title"' in out
+    assert '<desc id="fig-map-desc">The decoder-only model' in out
+    assert "<summary>Text description</summary>" in out
+
+
+@pytest.mark.parametrize("markdown, message", [
+    ("```diagram\nname: nope\ncaption: x\n```\n", "no diagram 'nope'"),
+    ("```diagram\nname: model_map\n```\n", "needs `name:` and `caption:`"),
+    ("```diagram\nname: model_map\ncaption: x\ncolour: red\n```\n", "unknown key"),
+    ("```diagram\nname: model_map\nconfig: {layers: 3}\ncaption: x\n```\n", "does not take"),
+    (BLOCK % ("book", "a") + BLOCK % ("book", "a"), "share the id"),
+    ('{{ fig("nothing") }}', "names no figure"),
+])
+def test_mistakes_stop_the_build_with_a_reason(markdown, message):
+    with pytest.raises(PluginError, match=message):
+        render(markdown)
+
+
+def test_a_link_to_a_page_that_is_not_there_stops_the_build():
+    class Nowhere(Files):
+        def get_file_from_path(self, path):
+            return None
+    config = {"nav": NAV, "docs_dir": "docs"}
+    p = page("chapters/two.md", "chapters/two/")
+    md = figures.on_page_markdown(BLOCK % ("book", "a"), p, config, None)
+    with pytest.raises(PluginError, match="not a page of the book"):
+        figures.on_page_content(md, p, config, Nowhere())
+
+
+def test_the_appendices_gather_each_chapters_notes_and_machinery(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "chapters/_compute").mkdir(parents=True)
+    (docs / "chapters/one.md").write_text(
+        "# Chapter one\n\nText.\n\n??? note \"Notes on the sources (for instructors)\"\n"
+        "    | Source | It says | What is true |\n    |---|---|---|\n    | h | 3 | 4 |\n\n"
+        "    See [the section](#the-math).\n\nAfter the note.\n")
+    (docs / "chapters/two.md").write_text("# Chapter two\n\nNo notes.\n")
+    (docs / "chapters/_compute/two.md").write_text("### Timing\n\nFastest of 7 runs.\n")
+    config = {"nav": NAV, "docs_dir": str(docs)}
+    sources = figures.collected("sources", config)
+    assert sources.startswith("## [Chapter one](one.md)\n\n| Source | It says | What is true |")
+    assert "[the section](one.md#the-math)" in sources
+    assert "After the note" not in sources and "Chapter two" not in sources
+    compute = figures.collected("compute", config)
+    assert compute.startswith("## [Chapter two](two.md)\n\n### Timing")
+
+
+def test_two_source_notes_in_one_chapter_are_refused(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "chapters").mkdir(parents=True)
+    note = '??? note "Notes on the sources"\n    x\n\n'
+    (docs / "chapters/one.md").write_text("# One\n\n" + note + note)
+    (docs / "chapters/two.md").write_text("# Two\n")
+    with pytest.raises(PluginError, match="more than one"):
+        figures.collected("sources", {"nav": NAV, "docs_dir": str(docs)})
