@@ -320,3 +320,13 @@ def test_exercise_2_minilm_layer_5_head_11_points_at_animal_in_both_sentences():
     wide = run(model="minilm", average=False, layer=5, head=11, text=am.WIDE)
     for v in (tired, wide):
         assert v["top"][0]["word"] == "animal" and v["weight_to"]["animal"] > 0.5
+
+
+def test_exercise_3_the_leaning_head_puts_several_times_the_even_share_and_the_average_about_it(book):
+    assert (book["strongest"]["layer"], book["strongest"]["head"]) == (2, 1)
+    head = run(average=False, layer=2, head=1)
+    mean = run()
+    even = mean["even_share"]
+    assert abs(even - 1 / (mean["look_from_index"] + 1)) < 1e-4     # row of it sees index + 1 tokens
+    assert head["special_share"] > 3 * even                           # "several times"
+    assert 0.8 * even < mean["special_share"] < 1.5 * even            # "about the even share"
