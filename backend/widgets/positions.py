@@ -55,8 +55,9 @@ SPEC = WidgetSpec(
         Output("norm_q", "|q| before rotation", ".6f"),
         Output("norm_q_rotated", "|q| after rotation", ".6f"),
         Output("slowest_wavelength", "slowest RoPE pair: positions per turn", ",.0f"),
-        Output("similarity_at_max", "similarity at the last position shown", ".3f"),
         Output("half_distance_text", "similarity falls below ½ at distance", ""),
+        Output("similarity_at_max", "similarity at the last position shown (the curve can "
+                                    "swing back up)", ".3f"),
         Output("slow_pairs_at_max", "pairs still agreeing at the last position shown", ",d"),
         Output("order_gap_without", "dog: word order moves its vector by (no position)", ".3g"),
         Output("order_gap_with", "dog: word order moves its vector by (with position)", ".3f"),
@@ -165,9 +166,13 @@ def compute(params: dict) -> dict:
         "values": values,
         "figure": _figure(rows, cols, table, distances, sim, sim_ref, d, T, offset, shown, theta),
         "summary": (
-            f"Left: the sinusoidal table for {T} positions and width {d}. Right: RoPE with base "
-            f"θ = {theta:,.0f} keeps an identical key {values['similarity_at_max']:.2f} similar to "
-            f"its query {T - 1:,} positions away. q·k is {rope_dots[0]:.6f} at (m, n) = ({m}, {n}) "
+            f"Left: the sinusoidal table for {T} positions and width {d}. Right: with RoPE at "
+            f"base θ = {theta:,.0f} and {d // 2} rotating pairs, an identical key is "
+            + (f"first less than half as similar to its query {values['half_distance']:,} "
+               f"positions away" if values["half_distance"] is not None else
+               f"still more than half as similar to its query {min(T, HALF_SEARCH) - 1:,} "
+               f"positions away")
+            + f". q·k is {rope_dots[0]:.6f} at (m, n) = ({m}, {n}) "
             f"and moves by at most {values['rope_dot_spread']:.1e} when both shift together; with "
             f"sinusoids added instead it moves by {values['additive_dot_spread']:.3f}."),
         "table": {

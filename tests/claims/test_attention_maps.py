@@ -288,3 +288,45 @@ def test_several_minilm_heads_look_mostly_at_the_token_itself():
     favourite = e.maps[:, :, words][..., words].argmax(-1)  # (L, h, R)
     own = (favourite == torch.arange(len(words))).float().mean(-1)  # (L, h)
     assert int((own > 0.5).sum()) >= 3
+
+
+# -- How to read a map (the diagram) -------------------------------------------------------------
+
+def test_the_diagrams_map_is_a_triangle_of_rows_adding_up_to_one_and_there_looks_most_at_was():
+    from backend.diagrams import map_reading
+    tokens, m = map_reading.weights("The animal was not there")
+    assert tokens[0] == "<|endoftext|>" and [t.strip() for t in tokens[1:]] == "The animal was not there".split()
+    for i, row in enumerate(m):
+        assert abs(sum(row) - 1) < 1e-5 and all(x == 0 for x in row[i + 1:])
+    last = m[-1]
+    assert max(range(len(last)), key=last.__getitem__) == tokens.index("was")
+    assert all(x > 0 for x in last)  # "spreads its attention over the whole sentence"
+
+
+# -- Answers to the exercises ---------------------------------------------------------------------
+
+EX1 = "The street was too wide for the animal, so it"
+
+
+def test_exercise_1_the_row_of_it_does_not_favour_street_and_its_top_words_are_nearby():
+    v = run(text=EX1)
+    assert v["weight_to"]["street"] < v["weight_to"]["animal"]
+    near = {"so", "it", ","}  # the last words before and at "it"
+    assert {v["top"][0]["word"], v["top"][1]["word"]} <= near
+
+
+def test_exercise_2_minilm_layer_5_head_11_points_at_animal_in_both_sentences():
+    tired = run(model="minilm", average=False, layer=5, head=11, text=am.TIRED)
+    wide = run(model="minilm", average=False, layer=5, head=11, text=am.WIDE)
+    for v in (tired, wide):
+        assert v["top"][0]["word"] == "animal" and v["weight_to"]["animal"] > 0.5
+
+
+def test_exercise_3_the_leaning_head_puts_several_times_the_even_share_and_the_average_about_it(book):
+    assert (book["strongest"]["layer"], book["strongest"]["head"]) == (2, 1)
+    head = run(average=False, layer=2, head=1)
+    mean = run()
+    even = mean["even_share"]
+    assert abs(even - 1 / (mean["look_from_index"] + 1)) < 1e-4     # row of it sees index + 1 tokens
+    assert head["special_share"] > 3 * even                           # "several times"
+    assert 0.8 * even < mean["special_share"] < 1.5 * even            # "about the even share"

@@ -167,3 +167,98 @@ def test_check_yourself_offsets_agree_to_about_four_digits_not_seven():
 def test_exercise_3_answer_4_pairs():
     assert int((rope.wavelengths(128, 10000.0) > 4 * 8192).sum()) == 4
     assert values(d_model=128, max_position=8193)["slow_pairs_at_max"] == 4
+
+
+# -- The widget's headline --------------------------------------------------------------------
+
+@pytest.mark.parametrize("params", [{}, {"d_model": 128, "max_position": 4096},
+                                    {"d_model": 128, "rope_theta": 100.0}])
+def test_the_headline_reports_the_first_fall_below_one_half_not_the_last_position(params):
+    out = w.compute(SPEC.resolve({**SPEC.defaults(), **params}))
+    v = out["values"]
+    assert f"first less than half as similar to its query {v['half_distance']:,} positions" in out["summary"]
+    assert f"{v['similarity_at_max']:.2f} similar" not in out["summary"]
+
+
+def test_at_the_default_width_the_last_position_is_an_aliasing_coincidence():
+    # width 8: the curve dips below 1/2 within a few positions and swings back near 1 at 63,
+    # because 63 is close to 20 pi (cos 63 = 0.985): the value at the far end says nothing of reach
+    v = values()
+    assert v["half_distance"] <= 5 and v["similarity_at_max"] > 0.9
+    assert math.cos(63) > 0.98
+
+
+# -- The sqrt(d) factor, learned positions, the comparison table -----------------------------
+
+def test_the_books_experiment_adds_the_positions_to_the_raw_vectors_and_pe_stays_in_minus_one_one():
+    from backend.reference import order, sinusoidal
+    x = order.embed(w.SENTENCE)
+    pe = sinusoidal.sinusoidal_encoding(3, 4).double()
+    assert torch.allclose(order.add_positions(x, 1.0) - x, pe)           # no sqrt(d) factor
+    assert torch.allclose(order.add_positions(x, 0.5) - x, 0.5 * pe)     # strength scales the ratio
+    big = sinusoidal.sinusoidal_encoding(2048, 512)
+    assert float(big.abs().max()) <= 1.0
+
+
+def test_minilms_learned_table_has_one_row_per_position_and_no_row_past_it():
+    from backend.widgets import attention_map as am
+    info = am.compute(am.SPEC.resolve({**am.SPEC.defaults(), "model": "minilm"}))["values"]["model_info"]
+    model, _ = am._hf(str(am.minilm_dir()))
+    assert info["position_table"] == list(model.embeddings.position_embeddings.weight.shape)
+    rows = info["position_table"][0]
+    assert rows == model.config.max_position_embeddings
+    assert info["position_table"][1] == model.config.hidden_size
+    with pytest.raises(Exception):  # one position past the table: no row to look up
+        model(input_ids=torch.ones(1, rows + 1, dtype=torch.long))
+    # the book's decoder (RoPE) has no such table
+    assert am.compute(am.SPEC.resolve(am.SPEC.defaults()))["values"]["model_info"].get("position_table") is None
+
+
+def test_sinusoids_have_a_vector_for_every_position_past_any_training_length():
+    from backend.reference import sinusoidal
+    pe = sinusoidal.sinusoidal_at(torch.tensor([100_000, 100_001]), 64)
+    assert torch.isfinite(pe).all() and not torch.equal(pe[0], pe[1])
+
+
+def test_exercise_2_rotating_q_only_loses_the_keys_position():
+    q, k = w._query_key(8)
+    for m in (3, 40):
+        scores = [float(rope.rotate(q, m) @ k) for n in (0, 1, 57)]   # k never rotated: n unused
+        assert scores == [float(rope.rotate(q, m) @ rope.rotate(k, 0))] * 3
+    assert float(rope.rotate(q, 3) @ k) != float(rope.rotate(q, 40) @ k)
+
+
+# -- The notes on the sources ------------------------------------------------------------------
+
+def test_the_practice_scripts_dog_vectors_reproduce_its_digits_and_its_try():
+    from backend.reference import order
+    vecs = {"dog": (2.0, 0.3, 0.5, 0.0), "bites": (0.4, 2.2, 0.3, 0.0), "man": (1.8, 0.4, 1.9, 0.0)}
+
+    def script_pe(T):  # the script's [sin p, cos p, sin p/10, cos p/10]
+        return torch.tensor([[math.sin(p), math.cos(p), math.sin(p / 10), math.cos(p / 10)]
+                             for p in range(T)], dtype=torch.float64)
+
+    def dog(words, s):
+        x = torch.tensor([vecs[x] for x in words], dtype=torch.float64)
+        if s is not None:
+            x = x + s * script_pe(3)
+        return order.self_attend(x)[words.index("dog")]
+
+    a, b = dog(w.SENTENCE, None), dog(w.SWAPPED, None)
+    assert [f"{v:.2f}" for v in a] == ["1.74", "0.55", "1.16", "0.00"] == [f"{v:.2f}" for v in b]
+    a, b = dog(w.SENTENCE, 0.01), dog(w.SWAPPED, 0.01)
+    assert f"{float((a - b).abs().max()):.3f}" == "0.003"
+    assert [f"{v:.2f}" for v in a] == [f"{v:.2f}" for v in b]          # "identical at two decimals"
+    # p/10 is the d = 8 formula's second pair; the d = 4 formula's is p/100
+    assert math.isclose(10000 ** (-2 / 8), 1 / 10) and math.isclose(10000 ** (-2 / 4), 1 / 100)
+    v = values()
+    assert any(f"{x:.2f}" != f"{y:.2f}" for x, y in zip(v["dog"]["tiny"], v["dog"]["tiny_swapped"]))
+
+
+def test_handout_000s_rope_box_reproduces_from_the_seed_0_stream():
+    torch.manual_seed(0)
+    torch.randn(10000, 64), torch.randn(10000, 64), torch.randn(8, 64), torch.randn(64)
+    q, k = torch.randn(8), torch.randn(8)
+    for m, n in ((3, 1), (10, 8), (100, 98), (5, 3)):
+        assert f"{float(rope.rotate(q, m) @ rope.rotate(k, n)):.6f}" == "0.142312"
+    assert f"{float(q.norm()):.6f}" == "1.821554"

@@ -358,3 +358,15 @@ def test_a_broken_local_checkpoint_is_a_400_not_a_crash(tmp_path, monkeypatch, a
     finally:
         monkeypatch.undo()
         importlib.reload(am)
+
+
+@pytest.mark.parametrize("model, typed", [("book", "<|endoftext|>"), ("minilm", "[CLS]")])
+def test_a_typed_special_token_is_text_not_a_special_token(model, typed):
+    v = run(model=model, text=f"it was {typed} so")
+    n_special = sum(t in ("<|endoftext|>", "[CLS]", "[SEP]") for t in v["tokens"])
+    assert n_special == (1 if model == "book" else 2)  # only the ones the model adds itself
+
+
+def test_a_notice_never_echoes_a_whole_long_word():
+    v = run(model="minilm", text="it was " + "x" * 200, look_from="nothere")
+    assert len(v["notice"]) < 160 and "…" in v["notice"]
