@@ -134,6 +134,19 @@ def init_values() -> tuple:
 
 
 @lru_cache(maxsize=1)
+def init_collapse() -> tuple:
+    """(saturated, starved) shares of unscaled rows for a 64-wide head over 8 positions whose
+    queries and keys have the variance PyTorch's default initialisation gives (init_values()),
+    measured directly: 4,096 queries against 32 sets of keys, float64, seeded."""
+    sd = init_values()[0] ** 0.5
+    g = scaling.make_generator(7, "cpu")
+    q = sd * torch.randn(32, 128, 64, generator=g, dtype=torch.float64)
+    k = sd * torch.randn(32, 8, 64, generator=g, dtype=torch.float64)
+    stats = scaling.weight_stats(torch.softmax(q @ k.transpose(-2, -1), -1))
+    return stats.saturated, stats.starved
+
+
+@lru_cache(maxsize=1)
 def _handout_000() -> tuple:
     return tuple(scaling.handout_000_draw(0).items())
 
@@ -191,6 +204,8 @@ def compute(params: dict) -> dict:
         "linear_init_var": init_values()[0],
         "linear_init_score_var": d_k * init_values()[0] ** 2,
         "gpt2_init_var": init_values()[1],
+        "init_saturated": init_collapse()[0],
+        "init_starved": init_collapse()[1],
         **handout_000_values(),
         **handout_values(),
     }

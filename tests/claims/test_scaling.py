@@ -424,17 +424,18 @@ def test_pytorch_default_and_gpt2_initialisations_give_queries_of_variance_about
 
 
 def test_at_pytorchs_default_the_collapse_is_milder():
-    """"there only about 2% of rows are saturated and 5% starved. So the collapse at the very
-    start is milder than the table above": at d_k = 7 (unit variance), and checked directly on
-    a 64-wide head whose entries have the measured variance (same statistic, its own draw)."""
-    x7, x64 = v(7), v(64)
-    assert x7["saturated_unscaled"] < x64["saturated_unscaled"] / 5
-    assert x7["starved_unscaled"] < x64["starved_unscaled"] / 5
-    var = x64["linear_init_var"]
-    _, p = _init_draw(var, 64)
+    """"Measured directly on such a head, only about 1% of rows are saturated and 3% starved.
+    So the collapse at the very start is milder than the table above." (It once quoted the
+    unit-variance head of size 7, 2% and 5%: a stand-in a fresh reader measured as 2x too high.)
+    The widget's figures against the test's own draw of the same statistic (another seed)."""
+    x64 = v(64)
+    assert x64["init_saturated"] < x64["saturated_unscaled"] / 5
+    assert x64["init_starved"] < x64["starved_unscaled"] / 5
+    _, p = _init_draw(x64["linear_init_var"], 64)
     stats = scaling.weight_stats(p)
-    assert abs(stats.saturated - x7["saturated_unscaled"]) < 0.03
-    assert abs(stats.starved - x7["starved_unscaled"]) < 0.04
+    # two draws of 4,096 rows: a share near 2% has a standard error near 0.2 points
+    assert abs(stats.saturated - x64["init_saturated"]) < 0.01
+    assert abs(stats.starved - x64["init_starved"]) < 0.015
 
 
 def test_at_any_scale_of_the_weights_a_wider_head_collapses_more_rows():
