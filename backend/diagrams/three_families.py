@@ -76,6 +76,6 @@ def draw(T: int = 5, S: int = 4) -> Canvas:
             mask = m[key]
             _grid(c, x, y0 + 24 + (grid_h - mask.shape[0] * CELL) / 2, mask, caption)
             x += max(mask.shape[1] * CELL, 60) + 14
-    c.text(12, 3 * row_h + 12, "rows: queries · columns: keys · filled: may attend",
+    c.text(12, 3 * row_h + 12, "rows: queries · columns: keys · coloured: may attend · grey: blocked",
            anchor="start", size="small", tone="muted")
     return c

@@ -62,8 +62,8 @@ def draw(n_layers: int = 6, d_model: int = 512, n_heads: int = 8, d_ff: int = 20
         if i < N - 1:
             c.arrow(ex + ew / 2, y + layer_h, ex + ew / 2, y + layer_h + gap)
             c.arrow(dx + dw / 2, y + layer_h, dx + dw / 2, y + layer_h + gap)
-    c.text(ex + 4, bottom + 3, f"× {N} layers", size="small", weight="bold", anchor="start")
-    c.text(dx + dw / 2, bottom + 3, f"× {N} layers", size="small", weight="bold")
+    c.text(ex + 4, bottom + 3, f"{N} layers", size="small", weight="bold", anchor="start")
+    c.text(dx + dw / 2, bottom + 3, f"{N} layers", size="small", weight="bold")
 
     # the memory: out of the last encoder layer, up the bus to every decoder layer
     mem_y = bottom + 22

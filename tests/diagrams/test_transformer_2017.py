@@ -17,7 +17,7 @@ def test_one_box_per_sublayer_per_layer(n):
     assert texts.count("masked self-attn") == n     # the decoder's
     assert texts.count("cross-attn") == n
     assert texts.count("MLP") == 2 * n
-    assert texts.count(f"× {n} layers") == 2
+    assert texts.count(f"{n} layers") == 2
 
 
 def test_the_memory_reaches_every_decoder_layer():
