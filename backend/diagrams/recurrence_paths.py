@@ -48,7 +48,7 @@ def draw(T: int = 6) -> Canvas:
         c.arrow(x, xy, x, hy + 30, tone="muted", head=5)
         if i < T:
             c.arrow(x + bw / 2, hy + 14, xs[i] - bw / 2, hy + 14, tone="bad", head=5)
-    c.text(WIDTH / 2, 132, f"x{sub(1)} to h{sub(T)}: {hops} steps in a row", tone="bad")
+    c.text(WIDTH / 2, 132, f"h{sub(1)} to h{sub(T)}: {hops} steps in a row", tone="bad")
 
     # ---- attention
     top = 160

@@ -4,6 +4,8 @@ softmax per attention layer)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -21,7 +23,7 @@ def labels(T):
 @pytest.mark.parametrize("T", [3, 6, 10])
 def test_the_picture_has_T_states_T_inputs_and_T_outputs(T):
     got = labels(T)
-    assert [t for t in got if t.startswith("h")] == [f"h{i}" for i in range(1, T + 1)]
+    assert [t for t in got if re.fullmatch(r"h\d+", t)] == [f"h{i}" for i in range(1, T + 1)]
     assert [t for t in got if t.startswith("y")] == [f"y{i}" for i in range(1, T + 1)]
     assert sum(t in {f"x{i}" for i in range(1, T + 1)} for t in got) == 2 * T
     svg = diagram.draw(T=T).render("f")
@@ -30,7 +32,7 @@ def test_the_picture_has_T_states_T_inputs_and_T_outputs(T):
 
 def test_more_positions_draw_a_longer_chain_but_attention_stays_one_step():
     short, long = labels(4), labels(9)
-    assert "x1 to h4: 3 steps in a row" in short and "x1 to h9: 8 steps in a row" in long
+    assert "h1 to h4: 3 steps in a row" in short and "h1 to h9: 8 steps in a row" in long
     assert "x1 to y4: 1 step" in short and "x1 to y9: 1 step" in long
 
 
@@ -57,7 +59,7 @@ def test_the_labels_path_lengths_are_the_reference_codes(T):
     h_T = r.one_after_another(X, W_h, W_x, b)[-1]
     steps_through = longest_chain(h_T.grad_fn, "TanhBackward0")   # h_1 .. h_T: T tanh steps
     assert steps_through - 1 == diagram.chain_hops(T)
-    assert f"x1 to h{T}: {steps_through - 1} steps in a row" in labels(T)
+    assert f"h1 to h{T}: {steps_through - 1} steps in a row" in labels(T)
     (grad,) = torch.autograd.grad(h_T.sum(), X)
     assert grad[0].abs().sum() > 0                                  # x_1 does reach h_T
 
