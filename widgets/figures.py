@@ -168,7 +168,12 @@ def collected(what: str, config) -> str:
         out.append(f"## [{title}]({name})\n\n{_relink(body.strip(), name)}\n")
     if not out:
         return "*Nothing gathered yet.*\n"
-    return "\n".join(out)
+    text = "\n".join(out)
+    if "hf_info(" in text or "hf_source(" in text:
+        # widgets/hf_source.py has already run on this page: fill in what the notes quote
+        from widgets import hf_source
+        text = hf_source.on_page_markdown(text, None, config, None)
+    return text
 
 
 # --------------------------------------------------------------------------- MkDocs events

@@ -31,7 +31,7 @@ def rows(cfg: ModelConfig) -> list[tuple[int, str, str, str]]:
         (0, "LlamaForCausalLM", "", "accent"),
         (1, "model", "LlamaModel", "plain"),
         (2, "embed_tokens", f"{_n(cfg.vocab_size)} × {_n(d)}", "plain"),
-        (2, "layers", f"{cfg.n_layers} × DecoderLayer", "plain"),
+        (2, "layers", f"{cfg.n_layers} × LlamaDecoderLayer", "plain"),
         (3, "self_attn", "LlamaAttention", "query"),
         (4, "q_proj", f"{_n(d)} → {_n(cfg.n_heads * dk)}", "query"),
         (4, "k_proj", f"{_n(d)} → {_n(cfg.n_kv_heads * dk)}", "key"),

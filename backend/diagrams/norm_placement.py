@@ -39,7 +39,7 @@ def _column(c: Canvas, x0: float, y0: float, n_blocks: int, kind: str) -> None:
             c.line(sx, branch_y, bcx, branch_y)
             if pre:
                 c.arrow(bcx, branch_y, bcx, branch_y + 8)
-                c.box(bx, branch_y + 8, BOX_W, 20, "RMSNorm", size="small")
+                c.box(bx, branch_y + 8, BOX_W, 20, "Norm", size="small")
                 c.arrow(bcx, branch_y + 28, bcx, branch_y + 34)
                 c.box(bx, branch_y + 34, BOX_W, 22, name, tone=tone)
                 out_y = branch_y + 45
@@ -57,7 +57,7 @@ def _column(c: Canvas, x0: float, y0: float, n_blocks: int, kind: str) -> None:
                 c.line(sx, add_y + 8, sx, y, tone="accent", width=3)
             else:
                 c.arrow(sx, add_y + 8, sx, add_y + 18, tone="accent", width=3)
-                c.box(sx - 30, add_y + 18, 60, 20, "RMSNorm", tone="bad", size="small")
+                c.box(sx - 30, add_y + 18, 60, 20, "Norm", tone="bad", size="small")
                 y = add_y + 38
                 c.line(sx, y, sx, y + (STEP - 90), tone="accent", width=3)
                 y = y + (STEP - 90)
@@ -76,10 +76,10 @@ def draw(n_blocks: int = 1) -> Canvas:
     blocks = "one block" if n_blocks == 1 else f"{n_blocks} blocks"
     desc = (f"Two columns, each the residual stream (a thick line) running down through {blocks}, "
             f"{n_sub} sublayers in all, attention then the MLP in each block. Left, pre-norm: "
-            f"each sublayer's branch leaves the stream, passes an RMSNorm and then the sublayer, "
+            f"each sublayer's branch leaves the stream, passes a norm (RMSNorm in Llama) and then the sublayer, "
             f"and is added back; nothing but additions touches the stream, so x reaches y along "
             f"an unbroken identity path. Right, post-norm: the branch runs the sublayer on the "
-            f"stream as it is, the result is added, and then an RMSNorm sits on the stream "
+            f"stream as it is, the result is added, and then a norm (LayerNorm in 2017) sits on the stream "
             f"itself, so the path from x to y passes through {n_sub} norms.")
     c = Canvas(360, height(n_blocks), title="Pre-norm and post-norm: where the norm sits",
                desc=desc)

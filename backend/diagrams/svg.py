@@ -139,7 +139,9 @@ class Canvas:
         `href` may name a page of the book as `doc:chapters/block.md#anchor`; the build hook
         turns it into a link relative to the page the diagram is drawn on."""
         self._links += 1
-        self.parts.append(f'<a {_attrs(href=href, class_="tw-d-link")}>'
+        # xlink:href, not href: Material's instant navigation re-assigns el.href on every [href]
+        # element, which throws on an SVG <a> (its href is a read-only SVGAnimatedString)
+        self.parts.append(f'<a xlink:href="{html.escape(href, quote=True)}" class="tw-d-link">'
                           f"<title>{html.escape(name)}</title>")
 
     def close_link(self):
@@ -156,7 +158,8 @@ class Canvas:
     def render(self, fig_id: str) -> str:
         """The SVG element, its ids prefixed by `fig_id` (unique on the page)."""
         t, d = f"{fig_id}-title", f"{fig_id}-desc"
-        head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="tw-diagram-svg" role="img" '
+        head = (f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+                f'class="tw-diagram-svg" role="img" '
                 f'viewBox="0 0 {_num(self.width)} {_num(self.height)}" '
                 f'style="max-width:{_num(self.width * self.max_scale)}px" '
                 f'aria-labelledby="{t}" aria-describedby="{d}">'

@@ -51,7 +51,7 @@ SPEC = WidgetSpec(
               help="book: the book's 4-layer decoder. minilm: the pretrained 6-layer encoder "
                    "all-MiniLM-L6-v2. local: the instructor's checkpoint."),
         Param("average", "average over all layers and heads", "bool", default=True,
-              help="The mean of every layer's and head's map, as in the LLM-101 handout."),
+              help="The mean of every layer's and head's map."),
         # The ranges follow the model (book: 4 layers x 4 heads, backend/bookmodel/weights/
         # config.json; MiniLM: 6 x 12, its config.json; tests/widgets/test_spec.py checks both).
         # A local checkpoint keeps the widest range; compute() checks its real size.

@@ -23,7 +23,7 @@ def test_grouped_query_attention_and_tying_change_the_picture():
     l2 = llama_tree.draw("llama-2-7b").texts()
     small = llama_tree.draw("llama-3.2-1b").texts()
     assert "4,096 → 1,024" in l3 and "4,096 → 1,024" not in l2      # 8 K/V heads against 32
-    assert "32 × DecoderLayer" in l3 and "16 × DecoderLayer" in small
+    assert "32 × LlamaDecoderLayer" in l3 and "16 × LlamaDecoderLayer" in small
     assert "tied: embed_tokens" in small and "tied: embed_tokens" not in l3
 
 
@@ -48,7 +48,7 @@ def test_every_label_is_transformers_own_module(preset):
         elif type(module).__name__ == "LlamaRMSNorm":
             assert what == f"RMSNorm {module.weight.shape[0]:,}"
         elif attr == "layers":
-            assert what == f"{len(module)} × DecoderLayer"
+            assert what == f"{len(module)} × LlamaDecoderLayer"
         elif attr == "rotary_emb":
             assert not list(module.parameters())   # cos and sin tables, no weights
     if cfg.tie_embeddings:

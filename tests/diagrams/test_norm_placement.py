@@ -22,7 +22,7 @@ def _columns(texts):
 def test_each_block_adds_two_sublayers_and_two_norms_to_each_column(n_blocks):
     pre, post = _columns(norm_placement.draw(n_blocks).texts())
     for col in (pre, post):
-        assert col.count("RMSNorm") == 2 * n_blocks
+        assert col.count("Norm") == 2 * n_blocks
         assert col.count("+") == 2 * n_blocks
         assert col.count("attention") == col.count("MLP") == n_blocks
     one, two = norm_placement.draw(1), norm_placement.draw(2)
@@ -31,9 +31,9 @@ def test_each_block_adds_two_sublayers_and_two_norms_to_each_column(n_blocks):
 
 def test_pre_norm_normalises_before_the_sublayer_post_norm_after_the_add():
     pre, post = _columns(norm_placement.draw(1).texts())
-    ops = lambda col: [t for t in col if t in ("RMSNorm", "attention", "MLP", "+")]  # noqa: E731
-    assert ops(pre) == ["RMSNorm", "attention", "+", "RMSNorm", "MLP", "+"]
-    assert ops(post) == ["attention", "+", "RMSNorm", "MLP", "+", "RMSNorm"]
+    ops = lambda col: [t for t in col if t in ("Norm", "attention", "MLP", "+")]  # noqa: E731
+    assert ops(pre) == ["Norm", "attention", "+", "Norm", "MLP", "+"]
+    assert ops(post) == ["attention", "+", "Norm", "MLP", "+", "Norm"]
     assert "x + f(Norm(x))" in pre and "Norm(x + f(x))" in post
 
 
@@ -42,7 +42,7 @@ def test_the_pre_norm_column_is_the_order_the_books_block_runs():
     cfg = ModelConfig(vocab_size=8, d_model=16, n_layers=1, n_heads=2, d_ff=32)
     block = DecoderBlock(cfg)
     order = []
-    names = {block.attn_norm: "RMSNorm", block.attn: "attention", block.mlp_norm: "RMSNorm",
+    names = {block.attn_norm: "Norm", block.attn: "attention", block.mlp_norm: "Norm",
              block.mlp: "MLP"}
     for module, label in names.items():
         module.register_forward_hook(lambda m, i, o, label=label: order.append(label))
@@ -50,7 +50,7 @@ def test_the_pre_norm_column_is_the_order_the_books_block_runs():
     cos, sin = rope_cos_sin(torch.arange(3)[None], cfg.d_head)  # (1, T, d_head)
     block(x, cos, sin)
     pre, _ = _columns(norm_placement.draw(1).texts())
-    assert order == [t for t in pre if t in ("RMSNorm", "attention", "MLP")]
+    assert order == [t for t in pre if t in ("Norm", "attention", "MLP")]
 
 
 def test_post_norm_is_the_residual_experiments_post_norm_wiring():
