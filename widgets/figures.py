@@ -171,9 +171,22 @@ def collected(what: str, config) -> str:
     text = "\n".join(out)
     if "hf_info(" in text or "hf_source(" in text:
         # widgets/hf_source.py has already run on this page: fill in what the notes quote
-        from widgets import hf_source
-        text = hf_source.on_page_markdown(text, None, config, None)
+        text = _hf_source_hook().on_page_markdown(text, None, config, None)
     return text
+
+
+def _hf_source_hook():
+    """The hf_source hook module MkDocs has loaded (hooks are loaded by path, not as a package)."""
+    path = ROOT / "widgets" / "hf_source.py"
+    for module in list(sys.modules.values()):
+        if getattr(module, "__file__", None) and Path(module.__file__).resolve() == path:
+            return module
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("book_hf_source", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["book_hf_source"] = module
+    return module
 
 
 # --------------------------------------------------------------------------- MkDocs events
