@@ -9,6 +9,7 @@ matrix at most and a forward pass of a d_model = 8 model.
 
 from __future__ import annotations
 
+import copy
 from functools import lru_cache
 
 import torch
@@ -82,8 +83,8 @@ def input_scale(d_model: int = 512, n_positions: int = 2048, vocab: int = 26) ->
     """The 2017 input, sqrt(d_model) * E[x] + PE(t), at the paper's width: how large each part
     is at initialisation. PyTorch's nn.Embedding starts N(0, 1); a sinusoid row is exactly
     1/sqrt(2) in RMS (each sin/cos pair has sin^2 + cos^2 = 1)."""
-    torch.manual_seed(0)
-    emb = torch.nn.Embedding(vocab, d_model).weight.detach()  # (V, d)
+    g = torch.Generator().manual_seed(0)  # not the global seed: other requests share it
+    emb = torch.randn(vocab, d_model, generator=g)  # (V, d): nn.Embedding's own N(0, 1) start
     pe = sinusoidal_encoding(n_positions, d_model)  # (positions, d)
     emb_rms = float(emb.pow(2).mean().sqrt())
     pe_rms = pe.pow(2).mean(-1).sqrt()  # per position
@@ -99,13 +100,14 @@ def cross_example(model: EncoderDecoder, src, src_lengths, tgt, tgt_lengths, pai
     """One cross-attention row worked by hand: the decoder's query for target position `query`
     times every encoder key, in the first decoder layer, with the book's own projections."""
     seen = {}
+    # A private copy (d_model = 8: microseconds) carries the hook. On the shared model, a hook
+    # would also fire for other threads' requests (gunicorn's gthread workers), and registering
+    # one while another thread runs a forward can break that forward: a 500 under load.
+    model = copy.deepcopy(model)
     layer = model.decoder_layers[0]
-    hook = layer.cross_attn.register_forward_pre_hook(
+    layer.cross_attn.register_forward_pre_hook(
         lambda mod, args: seen.update(x_q=args[0], x_kv=args[1], mask=args[2]))
-    try:
-        out = model(src, src_lengths, tgt, tgt_lengths)
-    finally:
-        hook.remove()
+    out = model(src, src_lengths, tgt, tgt_lengths)
     attn = layer.cross_attn
     q = split_heads(attn.q_proj(seen["x_q"]), attn.n_heads)[pair, head, query]  # (d_head,)
     k = split_heads(attn.k_proj(seen["x_kv"]), attn.n_heads)[pair, head]  # (S, d_head)

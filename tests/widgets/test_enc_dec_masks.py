@@ -118,3 +118,18 @@ def test_payload_is_small(client):
 def test_every_bake_point_resolves():
     for p in w.SPEC.bake_points():
         w.SPEC.resolve(p)
+
+
+def test_concurrent_requests_each_get_their_own_worked_row():
+    """gunicorn's gthread workers run requests in threads over one shared model: the worked
+    cross-attention row must come from each request's own batch (a hook on the shared model
+    once mixed requests up and broke forwards: a 500 under load)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from backend.widgets import enc_dec_masks as w
+
+    settings = [w.SPEC.resolve({"src_len": s, "tgt_len": t}) for s in (3, 6, 9) for t in (2, 5, 8)]
+    alone = [w.compute(p)["values"]["cross_example"] for p in settings]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        together = list(pool.map(lambda p: w.compute(p)["values"]["cross_example"], settings * 4))
+    assert together == alone * 4
