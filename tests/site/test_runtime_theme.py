@@ -64,7 +64,9 @@ def test_a_dark_page_opens_with_dark_plots_and_a_heatmap_whose_zero_is_the_page(
 def test_the_loss_curve_follows_the_scheme(page, server):
     page.goto(server + MAPS)
     svg = page.locator("article svg.tw-themed-svg, article img[src$='bookmodel-loss.svg']").first
-    svg.wait_for(timeout=20_000)
+    svg.wait_for(state="attached", timeout=20_000)
+    # the curve sits in a "going further" box: open it, as a reader would
+    page.evaluate("document.querySelectorAll('article details').forEach(d => { d.open = true; })")
     page.wait_for_selector("article svg.tw-themed-svg", timeout=10_000)  # inlined by the runtime
     fill = lambda: page.evaluate("getComputedStyle(document.querySelector('article svg.tw-themed-svg text')).fill")
     light = fill()
