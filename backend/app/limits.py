@@ -158,7 +158,7 @@ class ResultCache:
             config.update(CACHE_TYPE="RedisCache", CACHE_REDIS_URL=url,
                           CACHE_OPTIONS={"socket_connect_timeout": 0.5, "socket_timeout": 0.5})
         else:
-            config.update(CACHE_TYPE="SimpleCache", CACHE_THRESHOLD=512)
+            config.update(CACHE_TYPE="SimpleCache", CACHE_THRESHOLD=1024)
         self.kind = "redis" if url else "memory"
         self.cache = Cache(app, config=config)
         self._skip_until = 0.0
