@@ -197,6 +197,9 @@ TABLE: tuple[Var, ...] = (
         "live: empty = each worker's memory; `redis://host:6379/0` = one Redis shared by every "
         "worker and replica", _cache_url, "empty, or a redis://, rediss:// or unix:// URL",
         "CACHE_URL"),
+    Var("BOOK_CACHE_PASSWORD", "secret", "", "empty (no AUTH)", "the password of "
+        "BOOK_CACHE_URL's Redis (kept out of the URL, so it is never printed with it); the "
+        "compose stack and the cluster manifests require one", _text, "any", "CACHE_PASSWORD"),
     Var("BOOK_CACHE_TTL_SECONDS", "seconds", 86400, "`86400`", "how long a computed result "
         "is kept", _int(1, 365 * 86400), "1 to 31536000", "CACHE_TTL_SECONDS"),
     Var("BOOK_CORS_ORIGINS", "origins", (), "empty (same origin only)", "comma-separated "

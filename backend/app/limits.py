@@ -31,7 +31,9 @@ from collections import Counter, deque
 from contextlib import contextmanager
 
 from flask import Flask, current_app, request
+from cachelib.serializers import BaseRedisSerializer
 from flask_caching import Cache
+from flask_caching.backends.rediscache import RedisCache
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from werkzeug.exceptions import ServiceUnavailable
@@ -143,6 +145,34 @@ class FairQueue:
             self.release(client)
 
 
+class JsonSerializer(BaseRedisSerializer):
+    """Results go to Redis as JSON text, never as pickles.
+
+    cachelib's default Redis serializer pickles every value and unpickles whatever it reads
+    back: anything that can write to the Redis could then run code in every worker. A result is
+    a JSON document already (it is what the API sends), so JSON loses nothing; an entry that is
+    not a JSON object (a planted pickle, another program's key) reads as a miss."""
+
+    def dumps(self, value, protocol=None) -> bytes:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+
+    def loads(self, value: bytes | None):
+        if value is None:
+            return None
+        try:
+            data = json.loads(value)
+        except (ValueError, UnicodeDecodeError):
+            log.warning("result cache: an entry that is not JSON was ignored")
+            return None
+        return data if isinstance(data, dict) else None
+
+
+class JsonRedisCache(RedisCache):
+    """Flask-Caching's Redis backend with `JsonSerializer` (named by `CACHE_TYPE`)."""
+
+    serializer = JsonSerializer()
+
+
 class ResultCache:
     """Flask-Caching, with failures of its backend turned into misses (logged, then skipped
     for `PAUSE` seconds so a Redis that is gone costs one failed attempt, not one per request)."""
@@ -155,8 +185,11 @@ class ResultCache:
         config = {"CACHE_DEFAULT_TIMEOUT": cfg["CACHE_TTL_SECONDS"],
                   "CACHE_KEY_PREFIX": f"book:result:{CACHE_VERSION}:"}
         if url:
-            config.update(CACHE_TYPE="RedisCache", CACHE_REDIS_URL=url,
-                          CACHE_OPTIONS={"socket_connect_timeout": 0.5, "socket_timeout": 0.5})
+            options = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
+            if cfg.get("CACHE_PASSWORD"):
+                options["password"] = cfg["CACHE_PASSWORD"]
+            config.update(CACHE_TYPE=f"{__name__}.JsonRedisCache", CACHE_REDIS_URL=url,
+                          CACHE_OPTIONS=options)
         else:
             config.update(CACHE_TYPE="SimpleCache", CACHE_THRESHOLD=1024)
         self.kind = "redis" if url else "memory"
@@ -209,7 +242,9 @@ class Limits:
             default_limits=[self.rate] if self.rate else [],
             default_limits_per_method=False,
             storage_uri=cfg["CACHE_URL"] or "memory://",
-            storage_options={"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
+            storage_options={"socket_connect_timeout": 0.5, "socket_timeout": 0.5,
+                             **({"password": cfg["CACHE_PASSWORD"]}
+                                if cfg.get("CACHE_PASSWORD") else {})}
             if cfg["CACHE_URL"] else {},
             strategy="fixed-window",
             in_memory_fallback_enabled=True,

@@ -27,7 +27,8 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self):
+    def __init__(self, password: str | None = None):
+        self.password = password
         self.port = _free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc = None
@@ -35,13 +36,16 @@ class RedisServer:
     def start(self):
         self.proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             "--appendonly", "no", *(["--requirepass", self.password] if self.password else [])],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        hello = f"AUTH {self.password}\r\nPING\r\n".encode() if self.password else b"PING\r\n"
         deadline = time.time() + 20
         while time.time() < deadline:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
+                    s.sendall(hello)
+                    time.sleep(0.02)
+                    if b"+PONG" in s.recv(64):
                         return self
             except OSError:
                 time.sleep(0.05)
@@ -55,11 +59,21 @@ class RedisServer:
 
 @pytest.fixture()
 def redis_server():
+    yield from _redis(None)
+
+
+@pytest.fixture()
+def redis_with_password():
+    """A Redis that requires AUTH, as the compose stack and the cluster manifests run it."""
+    yield from _redis("s3cret-for-tests")
+
+
+def _redis(password):
     if not shutil.which("redis-server"):
         if os.environ.get("CI") == "true":
             pytest.fail("redis-server is missing under CI: `make test` installs Debian's")
         pytest.skip("redis-server not installed (apt-get install redis-server; CI installs it)")
-    server = RedisServer().start()
+    server = RedisServer(password).start()
     yield server
     server.stop()
 

@@ -100,3 +100,65 @@ def test_no_redis_at_all_at_start_still_serves(tmp_path):
     client = _app(tmp_path, CACHE_URL=dead, RATE_LIMIT="100/second").test_client()
     r = client.post(URL, json={"seed": 18})
     assert r.status_code == 200 and r.get_json()["cached"] is False
+
+
+def _raw(server):
+    import redis
+
+    return redis.Redis(host="127.0.0.1", port=server.port, password=server.password)
+
+
+def _result_keys(raw):
+    return [k for k in raw.keys("book:result:*") if b":attention_scaling:" in k]
+
+
+def test_redis_holds_results_as_json_not_pickles(tmp_path, redis_server):
+    client = _app(tmp_path, CACHE_URL=redis_server.url).test_client()
+    answer = client.post(URL, json={"seed": 15}).get_json()
+    (key,) = _result_keys(_raw(redis_server))
+    stored = _raw(redis_server).get(key)
+    assert not stored.startswith(b"!")  # cachelib's mark for a pickle
+    assert json.loads(stored)["values"] == answer["values"]
+
+
+class _Planted:
+    """What an attacker who can write to the Redis would plant: a pickle that acts when loaded
+    (here it only creates a file, so the test can see whether it ran)."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_pickle_planted_in_redis_is_never_loaded(tmp_path, redis_server):
+    import pickle
+
+    client = _app(tmp_path, CACHE_URL=redis_server.url).test_client()
+    first = client.post(URL, json={"seed": 16}).get_json()
+    raw = _raw(redis_server)
+    (key,) = _result_keys(raw)
+    marker = tmp_path / "pickle-ran"
+    raw.set(key, b"!" + pickle.dumps(_Planted(marker)))  # cachelib's pickle framing
+    again = client.post(URL, json={"seed": 16}).get_json()
+    assert not marker.exists()
+    assert again["cached"] is False and again["values"] == first["values"]  # a miss, recomputed
+    raw.set(key, b"[1, 2, 3]")  # JSON, but not a result: also a miss
+    assert client.post(URL, json={"seed": 16}).get_json()["cached"] is False
+
+
+def test_a_redis_with_a_password_is_used_with_book_cache_password(tmp_path, redis_with_password):
+    url = redis_with_password.url
+    good = _app(tmp_path, CACHE_URL=url, CACHE_PASSWORD=redis_with_password.password)
+    client = good.test_client()
+    assert client.post(URL, json={"seed": 17}).get_json()["cached"] is False
+    assert client.post(URL, json={"seed": 17}).get_json()["cached"] is True
+    assert good.extensions["book_limits"].cache.errors == 0
+    assert _result_keys(_raw(redis_with_password))  # the entry is in that Redis
+    # Without the password the Redis refuses: computed every time, never a 500.
+    bare = _app(tmp_path, CACHE_URL=url)
+    other = bare.test_client()
+    response = other.post(URL, json={"seed": 17})
+    assert response.status_code == 200 and response.get_json()["cached"] is False
+    assert bare.extensions["book_limits"].cache.errors >= 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import secrets
 import shutil
 import socket
 import subprocess
@@ -86,6 +87,7 @@ class Stack:
             "WEB_CONCURRENCY": "1",
             # One client address sends the whole class's load here; the limit is per address.
             "BOOK_RATE_LIMIT": "off",
+            "BOOK_REDIS_PASSWORD": secrets.token_hex(16),
         }
         self.figures: dict[str, float | int | str] = {}
 

@@ -28,7 +28,7 @@ K8S_VERSION = "1.30.0"
 ENV_CONTRACT = {
     "HOST", "PORT", "WEB_CONCURRENCY", "BOOK_THREADS", "BOOK_ACCESS_LOG", "BOOK_DEVICE",
     "BOOK_SITE_DIR", "BOOK_MAX_BODY_BYTES", "BOOK_MAX_CONCURRENT", "BOOK_COMPUTE_WAIT_SECONDS",
-    "BOOK_HEAVY_WAIT_SECONDS", "BOOK_RATE_LIMIT", "BOOK_CACHE_URL", "BOOK_CACHE_TTL_SECONDS",
+    "BOOK_HEAVY_WAIT_SECONDS", "BOOK_RATE_LIMIT", "BOOK_CACHE_URL", "BOOK_CACHE_PASSWORD", "BOOK_CACHE_TTL_SECONDS",
     "BOOK_CORS_ORIGINS", "BOOK_API_URL", "BOOK_HF_CHECKPOINT", "BOOK_TIMING_LOCK",
     "BOOK_TRUSTED_PROXIES",
 }
@@ -186,7 +186,39 @@ def test_the_gpu_variant_requests_a_gpu_and_computes_on_cuda():
     container = book_container(gpu_objects())
     for part in ("requests", "limits"):
         assert container["resources"][part]["nvidia.com/gpu"] == 1
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["BOOK_DEVICE"] == "cuda"
     assert env["TMPDIR"] == "/tmp"          # the base's entries survive the merge
     assert container["readinessProbe"] == book_container(base_objects())["readinessProbe"]
+
+
+def _secret_ref(env: list[dict], name: str) -> dict:
+    (var,) = [e for e in env if e["name"] == name]
+    return var["valueFrom"]["secretKeyRef"]
+
+
+def test_redis_requires_a_password_from_a_secret_the_book_is_given():
+    objs = base_objects()
+    redis = find(objs, "Deployment", "redis")["spec"]["template"]["spec"]["containers"][0]
+    args = redis["args"]
+    assert args[args.index("--requirepass") + 1] == "$(REDIS_PASSWORD)"  # expanded by the kubelet
+    assert "--protected-mode" not in args
+    secret = _secret_ref(redis["env"], "REDIS_PASSWORD")
+    assert _secret_ref(redis["env"], "REDISCLI_AUTH") == secret  # the readiness probe's redis-cli
+    for container in (book_container(objs), book_container(gpu_objects())):
+        assert _secret_ref(container["env"], "BOOK_CACHE_PASSWORD") == secret
+    assert not [o for o in objs if o["kind"] == "Secret"]  # created by the instructor, not shipped
+
+
+def test_only_the_books_pods_reach_redis():
+    objs = base_objects()
+    policy = find(objs, "NetworkPolicy", "redis")["spec"]
+    redis_labels = find(objs, "Deployment", "redis")["spec"]["template"]["metadata"]["labels"]
+    book_labels = find(objs, "Deployment", "book")["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= redis_labels.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    (rule,) = policy["ingress"]
+    (source,) = rule["from"]
+    assert source["podSelector"]["matchLabels"].items() <= book_labels.items()
+    assert not source["podSelector"]["matchLabels"].items() <= redis_labels.items()
+    assert rule["ports"] == [{"protocol": "TCP", "port": 6379}]
