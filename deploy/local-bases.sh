@@ -9,6 +9,7 @@
 #     localhost/book-redis:bookworm    Debian's redis-server, laid out like redis:7-bookworm
 #
 # then:  NGINX_BASE=localhost/book-nginx:bookworm REDIS_IMAGE=localhost/book-redis:bookworm \
+#        BOOK_REDIS_PASSWORD="$(openssl rand -hex 24)" \
 #        podman-compose up -d
 set -euo pipefail
 cd "$(dirname "$0")"
