@@ -125,3 +125,4 @@ def init_app(app: Flask) -> None:
         return resp
 
     app.extensions["book_security"] = current
+

@@ -7,6 +7,7 @@ accepts gzip gets those bytes, which matters for readers on slow phone connectio
 from __future__ import annotations
 
 import mimetypes
+import re
 from pathlib import Path
 
 from flask import Blueprint, abort, current_app, request, send_file
@@ -15,6 +16,19 @@ from werkzeug.security import safe_join
 bp = Blueprint("site", __name__)
 
 CACHE_SECONDS = 600
+# How long a reader's browser may keep each file, as nginx's `map $uri $book_static_cache` in
+# deploy/nginx/default.conf says it (a test holds the two to one answer): pages revalidate
+# (a redeploy shows at once, and never leaves a reader on a page naming deleted bundles);
+# Material's bundles carry a content hash in their names, so they keep for a year.
+HASHED = re.compile(r"^/assets/.*\.[0-9a-f]{8}\.min\.(js|css)$")
+
+
+def cache_control(uri: str) -> str:
+    if uri.endswith(".html") or uri.endswith("/"):
+        return "no-cache"
+    if HASHED.match(uri):
+        return "public, max-age=31536000, immutable"
+    return f"public, max-age={CACHE_SECONDS}"
 # Notebooks are served for download (the link at the top of each exercise page).
 mimetypes.add_type("application/x-ipynb+json", ".ipynb")
 
@@ -43,7 +57,9 @@ def page(path: str):
         file = file / "index.html"
     if not file.is_file():
         abort(404)
-    return _send(file)
+    resp = _send(file)
+    resp.headers["Cache-Control"] = cache_control("/" + path)
+    return resp
 
 
 def _send(file: Path):

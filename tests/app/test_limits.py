@@ -8,6 +8,7 @@ import http.client
 import statistics
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from limits import parse_many
@@ -166,6 +167,23 @@ def test_the_default_limit_leaves_a_lecture_hall_room():
     for item in parse_many(settings.load({})["BOOK_RATE_LIMIT"]):
         per_second = item.amount / item.get_expiry()
         assert per_second >= 2 * class_rate, item
+
+
+def test_the_lecture_hall_configs_leave_a_class_room_too():
+    """compose.yaml and the cluster's ConfigMap ship their own limit: the same rule holds."""
+    import re
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    compose = (root / "compose.yaml").read_text()
+    shipped = {"compose": re.search(r"BOOK_RATE_LIMIT: \$\{BOOK_RATE_LIMIT:-([^}]+)\}",
+                                    compose).group(1),
+               "kubernetes": yaml.safe_load((root / "deploy/kubernetes/base/configmap.yaml")
+                                            .read_text())["data"]["BOOK_RATE_LIMIT"]}
+    for where, limit in shipped.items():
+        for item in parse_many(limit):
+            assert item.amount / item.get_expiry() >= 2 * 500 / 2, (where, item)
 
 
 # ----------------------------------------------------------------------- a live gunicorn

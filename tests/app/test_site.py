@@ -43,3 +43,56 @@ def test_missing_pages_get_the_book_404_and_traversal_is_refused(site_client):
     assert r.status_code == 404 and b"<html" in r.data.lower()
     assert site_client.get("/../backend/app/__init__.py").status_code == 404
     assert site_client.get("/%2e%2e/backend/app/__init__.py").status_code == 404
+
+
+def _nginx_cache_map() -> tuple[str, list[tuple[str, str]]]:
+    """deploy/nginx/default.conf's `map $uri $book_static_cache`, as (default, [(regex, value)])
+    in the order nginx tries them (the map holds regexes only, so the first match wins)."""
+    import re
+    from pathlib import Path
+
+    conf = (Path(__file__).resolve().parents[2] / "deploy/nginx/default.conf").read_text()
+    body = re.search(r"map \$uri \$book_static_cache \{(.*?)\n\}", conf, re.S).group(1)
+    default, rules = None, []
+    for line in body.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.fullmatch(r'("?)(\S+?)\1\s+"([^"]*)";', line)
+        assert m, f"a map line this test cannot read: {line!r}"
+        key, value = m.group(2), m.group(3)
+        if key == "default":
+            default = value
+        else:
+            assert key.startswith("~"), f"only regex entries are expected: {key}"
+            rules.append((key[1:], value))
+    return default, rules
+
+
+def _nginx_says(uri: str) -> str:
+    import re
+
+    default, rules = _nginx_cache_map()
+    return next((value for regex, value in rules if re.search(regex, uri)), default)
+
+
+def test_flask_and_nginx_tell_browsers_the_same_about_every_file(site_client, built_site):
+    """`make serve` (Flask) and the lecture hall (nginx) serve the same book: every file gets the
+    same Cache-Control from both. Pages revalidate, so a redeploy never leaves a reader on a page
+    that names bundles that are gone; Material's content-hashed bundles keep for a year."""
+    uris = ["/", "/chapters/scaling/"]
+    for file in sorted(built_site.rglob("*")):
+        if file.is_file() and not file.name.endswith(".gz"):
+            rel = file.relative_to(built_site).as_posix()
+            uris.append("/" + rel)
+    seen = set()
+    for uri in uris:
+        response = site_client.get(uri)
+        assert response.status_code == 200, uri
+        assert response.headers["Cache-Control"] == _nginx_says(uri), uri
+        seen.add(response.headers["Cache-Control"])
+    assert seen == {"no-cache", "public, max-age=600", "public, max-age=31536000, immutable"}
+    page = site_client.get("/chapters/scaling/")
+    assert page.headers.get("ETag")  # what a no-cache page revalidates against
+    assert site_client.get("/chapters/scaling/", headers={"If-None-Match": page.headers["ETag"]}
+                           ).status_code == 304

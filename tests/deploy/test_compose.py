@@ -280,6 +280,11 @@ def test_the_proxy_serves_the_book_compressed_and_caches_the_api(stack):
                                 headers={"Accept-Encoding": "gzip"})
     assert status == 200 and headers["Content-Encoding"] == "gzip"
     assert headers["Cache-Control"] == "no-cache"      # pages revalidate: a rebuild shows at once
+    # nginx sends the page the security headers Flask sends (one policy, from the same site)
+    _, flask_headers, _ = http("GET", stack.base + "/api/health")
+    for name in ("Content-Security-Policy", "X-Frame-Options", "Strict-Transport-Security",
+                 "Referrer-Policy", "X-Content-Type-Options", "Permissions-Policy"):
+        assert headers[name] == flask_headers[name], name
     import gzip
     page = gzip.decompress(raw).decode()
     assert 'data-widget="attention_scaling"' in page

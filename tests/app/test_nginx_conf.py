@@ -1,0 +1,94 @@
+"""The lecture hall's nginx serves the pages itself: it must send the security headers Flask
+sends for them. `backend/app/nginx_conf.py` writes nginx's copy from the same built site; here
+every page's headers, as nginx would send them from those files, are compared with what Flask
+answers for that page, and the proxy's config is checked to use them in every location that
+serves files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from backend.app import create_app
+from backend.app.nginx_conf import main, nginx_files
+
+ROOT = Path(__file__).resolve().parents[2]
+NGINX = ROOT / "deploy" / "nginx"
+INCLUDE = "include /etc/nginx/book-headers.inc;"
+
+
+def _csp_map(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """(default, [(regex, value)]): the map holds regexes only, tried in order."""
+    body = re.search(r"map \$uri \$book_csp \{\n(.*?)\n\}", text, re.S).group(1)
+    default, rules = None, []
+    for line in body.splitlines():
+        m = re.fullmatch(r'\s*("?)(\S+?)\1\s+"([^"]*)";', line)
+        assert m, line
+        if m.group(2) == "default":
+            default = m.group(3)
+        else:
+            assert m.group(2).startswith("~"), line
+            rules.append((m.group(2)[1:], m.group(3)))
+    return default, rules
+
+
+def _nginx_headers(files: dict[str, str], uri: str) -> dict[str, str]:
+    default, rules = _csp_map(files["book-csp.conf"])
+    csp = next((value for regex, value in rules if re.search(regex, uri)), default)
+    out = {}
+    for line in files["book-headers.inc"].splitlines():
+        if line.startswith("add_header"):
+            m = re.fullmatch(r'add_header (\S+) (\$book_csp|"[^"]*") always;', line)
+            assert m, line
+            out[m.group(1)] = csp if m.group(2) == "$book_csp" else m.group(2)[1:-1]
+    return out
+
+
+@pytest.fixture(scope="module")
+def files(built_site):
+    return nginx_files(built_site, "")
+
+
+def test_every_page_gets_from_nginx_the_headers_flask_sends(built_site, files):
+    client = create_app({"TESTING": True, "SITE_DIR": str(built_site)}).test_client()
+    pages = sorted(p for p in built_site.rglob("*.html"))
+    relaxed = 0
+    for page in pages:
+        rel = page.relative_to(built_site).as_posix()
+        uris = ["/" + rel]
+        if rel.endswith("index.html"):  # as asked, and as nginx's $uri holds it after try_files
+            uris += ["/" + rel[: -len("index.html")], "/" + rel[: -len("index.html")] + "/index.html"]
+        for uri in uris:
+            flask = client.get(uri.replace("//", "/")).headers
+            nginx = _nginx_headers(files, uri)
+            for name, value in nginx.items():
+                assert flask[name] == value, (uri, name)
+            relaxed += "'unsafe-eval'" in nginx["Content-Security-Policy"]
+    assert len(nginx) >= 7 and relaxed >= 2  # the notebook pages get their exception in both
+
+
+def test_the_proxy_uses_them_in_every_location_that_serves_files():
+    conf = (NGINX / "default.conf").read_text()
+    server = conf[conf.index("server {"):]
+    # not at server level: the API's answers carry Flask's own headers, and would get two
+    assert INCLUDE not in server.split("\n    location ", 1)[0]
+    served = 0
+    for where, body in re.findall(r"location ([^{]+)\{(.*?)\n    \}", server, re.S):
+        if "/api/" in where or "/nginx-health" in where:
+            assert INCLUDE not in body, where  # proxied (Flask's headers pass through), or a probe
+        else:
+            assert INCLUDE in body, where
+            served += 1
+    assert served >= 2  # the pages and assets, and the notebooks
+    containerfile = (NGINX / "Containerfile").read_text()
+    assert "/etc/nginx/book-headers.inc" in containerfile
+    assert "/etc/nginx/conf.d/book-csp.conf" in containerfile  # http context, for the map
+
+
+def test_the_command_writes_both_files_and_refuses_an_unbuilt_site(built_site, tmp_path):
+    assert main([str(built_site), str(tmp_path / "out")]) == 0
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"book-csp.conf", "book-headers.inc"}
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "nothing"), str(tmp_path / "out2")])
