@@ -39,8 +39,9 @@ CPU_MEMORY_BYTES = 512 * 2 ** 20
 
 @lru_cache(maxsize=1)
 def memory_bytes() -> int:
-    """Device memory a widget may plan against, asked once per process: on a GPU the bytes
-    free (`torch.cuda.mem_get_info`), on the CPU the fixed `CPU_MEMORY_BYTES`.
+    """Device memory a widget may plan against, asked once per process: on a GPU this worker's
+    share of the bytes free (`torch.cuda.mem_get_info` divided by `WEB_CONCURRENCY`), on the
+    CPU the fixed `CPU_MEMORY_BYTES`.
 
     Widgets ask at import, and gunicorn imports them in its master before forking workers; a
     process that has initialised CUDA cannot hand it to a forked child, so unless CUDA is
@@ -51,14 +52,32 @@ def memory_bytes() -> int:
     index = torch.device(dev).index or 0
     if torch.cuda.is_initialized():
         free, _total = torch.cuda.mem_get_info(index)
-        return int(free)
-    import subprocess
-    import sys
+    else:
+        import subprocess
+        import sys
 
-    ask = f"import torch; print(torch.cuda.mem_get_info({index})[0])"
-    out = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True,
-                         timeout=120, check=True)
-    return int(out.stdout.split()[-1])
+        ask = f"import torch; print(torch.cuda.mem_get_info({index})[0])"
+        out = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True,
+                             timeout=120, check=True)
+        free = int(out.stdout.split()[-1])
+    # Every worker of this server shares the card: each plans against its share, so two
+    # workers' ceiling runs at once still fit.
+    return int(free) // max(1, int(settings.get("WEB_CONCURRENCY")))
+
+
+def release_cached_memory() -> bool:
+    """After a computation on a GPU, hand the caching allocator's spare blocks back to the card
+    when they hold more than a quarter of this worker's budget (a ceiling run reserves most of
+    it, and would otherwise keep it from the other workers). True when it released."""
+    if kind() != "cuda":
+        return False
+    index = torch.device(device())
+    if torch.cuda.memory_reserved(index) - torch.cuda.memory_allocated(index) \
+            <= memory_bytes() // 4:
+        return False
+    torch.cuda.empty_cache()
+    return True
+
 
 
 def kind() -> str:

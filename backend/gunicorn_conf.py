@@ -4,18 +4,18 @@ Threads per worker let static files flow while a widget computes; torch's own th
 is divided among the workers so they do not fight over cores.
 """
 
-import multiprocessing
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # gunicorn -c from any folder
 from backend import settings  # noqa: E402
+from backend.host import available_cpus  # noqa: E402
 
 # Every variable is checked here, in the master, before a worker forks: a bad one stops
 # gunicorn at once with a message naming it.
 SETTINGS = settings.load()
 
-cpus = multiprocessing.cpu_count()
+cpus = available_cpus()  # a container's CPU quota, not the host's cores
 bind = f"{SETTINGS['HOST']}:{SETTINGS['PORT']}"
 workers = SETTINGS["WEB_CONCURRENCY"]
 worker_class = "gthread"
@@ -34,24 +34,38 @@ def post_fork(server, worker):
     import torch
 
     torch.set_num_threads(max(1, cpus // workers))
-    # Warm each light widget once (caches, kernels) so a reader's first slider move is fast.
-    # Done after the fork, not in the master: torch thread pools do not survive a fork.
-    from backend.widgets import REGISTRY
-
-    for module in REGISTRY.values():
-        if module.SPEC.cost_hint == "light":
-            module.compute(module.SPEC.defaults())
-    # Heavy widgets load whole models (seconds): warm them in the background so the worker
-    # starts answering at once and a reader's first request rarely waits for a load.
+    # Warm the widgets in the background, so the worker answers at once (health checks, pages,
+    # cached answers) and a reader's first slider move rarely pays for a cold start: light
+    # widgets first (caches, kernels), then the heavy ones that load whole models (seconds).
+    # After the fork, not in the master: torch thread pools do not survive a fork.
     import threading
 
-    def warm_heavy():
-        for module in REGISTRY.values():
-            if module.SPEC.cost_hint == "heavy" and module.SPEC.warm:
-                for params in module.SPEC.bake_points():
-                    try:
-                        module.compute(params)
-                    except Exception:  # a model that cannot load answers 400 per request
-                        worker.log.exception("warming %s failed", module.SPEC.name)
+    threading.Thread(target=warm, args=(worker.log,), name="warm-widgets", daemon=True).start()
 
-    threading.Thread(target=warm_heavy, name="warm-heavy-widgets", daemon=True).start()
+
+def warm(log) -> None:
+    from backend.widgets import REGISTRY
+
+    for hint in ("light", "heavy"):
+        for module in REGISTRY.values():
+            spec = module.SPEC
+            if spec.cost_hint != hint or (hint == "heavy" and not spec.warm):
+                continue
+            for params in ([spec.defaults()] if hint == "light" else spec.bake_points()):
+                try:
+                    module.compute(params)
+                except Exception:  # a model that cannot load answers 400 per request
+                    log.exception("warming %s failed", spec.name)
+
+
+def when_ready(server):
+    """Say so when the threads are too few for the fair queue: gunicorn's own queue would then
+    hold the surplus in arrival order, and health checks would wait behind computations."""
+    from backend.app.limits import threads_needed
+
+    need = threads_needed(SETTINGS["BOOK_MAX_CONCURRENT"])
+    if threads < need:
+        server.log.warning(
+            "BOOK_THREADS=%d is fewer than the %d that BOOK_MAX_CONCURRENT=%d needs: requests "
+            "beyond it wait in gunicorn's queue, first come first served, and health checks "
+            "wait with them", threads, need, SETTINGS["BOOK_MAX_CONCURRENT"])

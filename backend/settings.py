@@ -11,7 +11,6 @@ This module imports nothing heavy (no torch, no Flask): the gunicorn master read
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 import tempfile
@@ -145,7 +144,9 @@ def _lock_file(text: str) -> str:
 
 
 def _default_workers() -> int:
-    return min(4, max(2, multiprocessing.cpu_count()))
+    from backend.host import available_cpus  # the container's CPU quota, not the host's cores
+
+    return min(4, max(2, available_cpus()))
 
 
 # -------------------------------------------------------------------------------- table
@@ -169,8 +170,9 @@ TABLE: tuple[Var, ...] = (
         "0 to 65535"),
     Var("WEB_CONCURRENCY", "integer", _default_workers, "2–4 by CPU count",
         "gunicorn worker processes", _int(1, 64), "1 to 64"),
-    Var("BOOK_THREADS", "integer", 4, "`4`", "threads per worker (static files flow while a "
-        "widget computes)", _int(1, 256), "1 to 256"),
+    Var("BOOK_THREADS", "integer", 64, "`64`", "threads per worker: enough that computations "
+        "waiting their turn (in the fair queue, not in gunicorn's) leave threads for health "
+        "checks, pages and cached answers", _int(1, 256), "1 to 256"),
     Var("BOOK_ACCESS_LOG", "boolean", False, "off", "log every request to stdout", _bool,
         "1/true/yes/on or 0/false/no/off"),
     Var("BOOK_DEVICE", "text", "", "`cuda` if available, else `cpu`",

@@ -12,6 +12,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The suite states CPU facts (the CPU's memory budget, "measured on cpu"): on a GPU host it
+# still computes on the CPU unless told otherwise. The GPU has its own check,
+# tests/container/gpu_smoke.sh.
+os.environ.setdefault("BOOK_DEVICE", "cpu")
 
 
 @pytest.fixture()

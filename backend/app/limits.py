@@ -41,6 +41,16 @@ from werkzeug.exceptions import ServiceUnavailable
 log = logging.getLogger("backend.app.limits")
 
 QUEUE_PLACES_PER_SLOT = 16
+SPARE_THREADS = 8  # for health checks, pages and cached answers while every place is taken
+
+
+def threads_needed(slots: int) -> int:
+    """Threads a worker needs for its queues to work as documented: every computing slot and
+    every waiting place holds a thread (the model widgets' queue of one slot too), plus spares.
+    With fewer, gunicorn's own queue holds the surplus, first come first served."""
+    light = slots * (1 + QUEUE_PLACES_PER_SLOT)
+    heavy = 1 + QUEUE_PLACES_PER_SLOT
+    return light + heavy + SPARE_THREADS
 CACHE_VERSION = "v1"  # bump when a result's shape changes, so a shared Redis drops old ones
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from backend import settings
+
 ROOT = Path(__file__).resolve().parents[2]
 URL = "/api/widgets/attention_scaling"
 
@@ -78,12 +80,15 @@ def _redis(password):
     server.stop()
 
 
+THREADS = settings.load({})["BOOK_THREADS"]  # the shipped default, as `make serve` runs
+
+
 @contextmanager
 def _slow_server(workers=1, **env_extra):
     port = _free_port()
     env = {**os.environ, "BOOK_SITE_DIR": "/nonexistent", **env_extra}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", "64",
+        [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", str(THREADS),
          "-b", f"127.0.0.1:{port}", "--no-control-socket", "--pythonpath", "tests/app",
          "--backlog", "256", "slow_app:create()"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -127,7 +132,8 @@ def _post(port, source, body, path=URL, method="POST", conn=None):
 
 @pytest.fixture(scope="session")
 def slow_server():
-    """`with slow_server(workers=1, **env) as port:` a live gunicorn (64 threads a worker)."""
+    """`with slow_server(workers=1, **env) as port:` a live gunicorn with the shipped number of
+    threads a worker (`BOOK_THREADS`' default)."""
     return _slow_server
 
 

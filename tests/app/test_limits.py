@@ -269,3 +269,44 @@ def test_a_class_behind_one_address_is_never_throttled(slow_server, post):
           f"statuses {sorted(set(statuses))}")
     assert len(statuses) == 1000
     assert set(statuses) == {200}
+
+
+def test_health_answers_while_every_compute_place_is_taken(slow_server, post):
+    """The shipped thread count, computations of 2 s each: 40 readers keep both slots and the
+    fair queue full. A health check (what a load balancer or the kubelet asks) still answers at
+    once: the computations wait in the fair queue, holding threads the worker has to spare,
+    not in gunicorn's queue ahead of it (with the old 4 threads it waited seconds)."""
+    with slow_server(BOOK_TEST_COMPUTE_SECONDS="2.0", BOOK_RATE_LIMIT="off") as port:
+        stop = threading.Event()
+        seeds = iter(range(1000, 9999))
+        lock = threading.Lock()
+        statuses: list = []
+
+        def flooder():
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            while not stop.is_set():
+                with lock:
+                    seed = next(seeds)
+                try:
+                    statuses.append(post(port, "127.0.0.1", {"seed": seed}, conn=conn)[0])
+                except (OSError, http.client.HTTPException):
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.close()
+
+        threads = [threading.Thread(target=flooder) for _ in range(40)]
+        for t in threads:
+            t.start()
+        time.sleep(2.5)  # both slots busy, the queue full
+        health = []
+        for _ in range(5):
+            status, _, _, took = post(port, "127.0.0.1", {}, path="/api/health", method="GET")
+            health.append((status, took))
+            time.sleep(0.2)
+        stop.set()
+        for t in threads:
+            t.join()
+    print("health during the flood:", [f"{t * 1000:.0f} ms" for _, t in health])
+    assert [s for s, _ in health] == [200] * 5
+    assert max(t for _, t in health) < 1.0   # a computation alone takes 2 s
+    assert 503 in statuses and set(statuses) <= {200, 503}  # the surplus was refused, not held

@@ -53,7 +53,10 @@ acc = health["accelerator"]
 assert health["device"].startswith("cuda"), f"device is {health['device']!r}, not cuda"
 assert acc["kind"] == "cuda" and acc["name"], acc
 assert acc["cuda_version"] and acc["memory_total_bytes"] >= acc["memory_free_bytes"] > 0, acc
-assert health["limits"]["max_context_tokens"] > 4096, health["limits"]  # more than the cpu row
+cost = health["limits"]["attention_cost"]
+assert cost["max_context_len"] > 1448, cost   # a GPU's ceiling is above the CPU's (1,448)
+# each worker plans against its share of the card, not all of it
+assert cost["memory_budget_bytes"] <= acc["memory_free_bytes"] // 2, (cost, acc)
 
 req = urllib.request.Request(base + "/api/widgets/sequential_vs_parallel", data=b"{}",
                              method="POST", headers={"Content-Type": "application/json"})

@@ -36,7 +36,7 @@ def gunicorn(site_dir: Path, workers: int = 2, env: dict | None = None,
     """`gunicorn -c backend/gunicorn_conf.py`, exactly as `make serve` runs it; yields its URL
     as soon as /api/health answers. `env`: variables set (or, with None, removed) for this
     server only; `config`: another gunicorn config file (relative to the repository root);
-    `start_s`: how long it may take to answer (each worker warms the light widgets first)."""
+    `start_s`: how long it may take to answer (workers warm the widgets in the background)."""
     port = _free_port()
     env = {k: v for k, v in {**os.environ, "PORT": str(port), "BOOK_SITE_DIR": str(site_dir),
                              "WEB_CONCURRENCY": str(workers), **(env or {})}.items()
