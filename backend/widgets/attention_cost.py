@@ -27,6 +27,7 @@ from backend.reference import attention_cost as ac
 from backend.reference import context
 from backend.widgets import measure as measure_lib
 from backend.reference.presets import PRESETS
+from backend.reference.serving import CARDS
 from backend.widgets.spec import Limit, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
@@ -216,7 +217,10 @@ def table_values() -> dict:
         table[str(n)]["score_gb"] = table[str(n)]["score_bytes"] / 1e9
         table[str(n)]["score_gb_32"] = table[str(n)]["score_bytes_32"] / 1e9
         table[str(n)]["tflop_32"] = table[str(n)]["flops_32"] / 1e12
-    return {"table": table}
+    # the 128,000-token layer of scores against what an H200 reports (serving.CARDS)
+    h200 = CARDS["141"].memory_bytes
+    return {"table": table, "h200_gb": h200 / 1e9,
+            "h200s_for_128k_layer": table["128000"]["score_bytes_32"] / h200}
 
 
 def _llama_crossover() -> dict:
