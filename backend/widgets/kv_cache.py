@@ -127,6 +127,14 @@ SPEC = PresetSpec(
 )
 
 
+def _read_per_token(weights: int, fit) -> float:
+    """Bytes a full card's decode step reads (weights and every fitting user's cache) per token
+    it yields (one per user); 0 when no user fits."""
+    if not fit.users:
+        return 0.0
+    return (weights + fit.users * fit.per_user_bytes) / fit.users
+
+
 def config_of(params: dict):
     """The ModelConfig whose weights sit beside the cache (a ParamError naming the control)."""
     labels = {p.name: p.label for p in SPEC.params}
@@ -160,6 +168,10 @@ def compute(params: dict) -> dict:
     weights = weights_bytes(cfg)
     fit = users_fit(memory, weights, per_user)
     vllm_fit = users_fit(int(memory * VLLM_UTILIZATION), weights, per_user)
+    # A decode step with the card full reads the weights and every user's cache once and yields
+    # one token per user: the bytes read per token generated, here and at 8,192 tokens.
+    read = _read_per_token(weights, fit)
+    read_8k = _read_per_token(weights, users_fit(memory, weights, sizes(params, kv, 8192, 1)))
     values = {
         "bytes_per_token": per_token,
         "bytes_per_token_mha": sizes(params, h, 1, 1),
@@ -188,6 +200,8 @@ def compute(params: dict) -> dict:
         "users_fit": fit.users,
         "users_fit_vllm": vllm_fit.users,
         "vllm_utilization": VLLM_UTILIZATION,
+        "decode_read_per_token_gb": read / GB if read else 0.0,
+        "read_per_token_vs_8192": read / read_8k if read and read_8k else 0.0,
         "memory_only": fit.users > USERS_MEMORY_ONLY,
         "batch_fits": B <= fit.users,
         "cache_over_weights": total / weights,
