@@ -132,6 +132,9 @@ def test_the_whole_layers_crossover_with_the_mlp_and_the_causal_half():
     assert per_token(T - 1) < proj + mlp < per_token(T + 1)
     assert per_token(Tc - 1, True) < proj + mlp < per_token(Tc + 1, True)
     assert 20_000 < T < Tc
+    # the first figure's caption: "Scoring every pair, the scores overtake them between 16,384
+    # and 32,768 tokens"
+    assert 16_384 < T < 32_768
 
 
 # "send half the tokens, and the score work and the score memory fall to a quarter. The rest of
