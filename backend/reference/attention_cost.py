@@ -45,6 +45,21 @@ def crossover_context(d_head: int, n_heads: int, n_kv_heads: int | None = None) 
     return n_heads * d_head + (n_kv_heads or n_heads) * d_head
 
 
+def mlp_flops(T: int, d_model: int, d_ff: int, batch: int = 1, gated: bool = True) -> int:
+    """FLOPs of the MLP: two d x d_ff matrices, three when gated (SwiGLU, as in Llama)."""
+    return 2 * batch * T * (3 if gated else 2) * d_model * d_ff
+
+
+def layer_crossover_context(d_head: int, n_heads: int, n_kv_heads: int, d_ff: int,
+                            causal: bool = False) -> int:
+    """The T at which the scores' FLOPs equal every other matmul of the layer (the four
+    projections and a gated MLP), per token: 4 T d = projections + MLP, so T = that / (4 d).
+    A causal kernel that skips the masked half scores about T^2 / 2 pairs: twice the T."""
+    d = n_heads * d_head
+    per_token = projection_flops(1, d_head, n_heads, 1, n_kv_heads) + mlp_flops(1, d, d_ff)
+    return round(per_token / ((2 if causal else 4) * d))
+
+
 def score_bytes(T: int, n_heads: int = 1, batch: int = 1, dtype=torch.float32) -> int:
     """Bytes of one (B, h, T, T) score matrix in `dtype`."""
     return batch * n_heads * attention_pairs(T) * dtype.itemsize
@@ -114,6 +129,30 @@ def blocked(q, k, v, block: int = 128):
         m = m_new
     return (acc / l).to(q.dtype)                                         # (B, h, T, d_head)
 # --8<-- [end:blocked]
+
+
+def fused_kernel(q, k, v) -> str:
+    """The kernel PyTorch actually runs for `fused` on these inputs: the name of the aten op
+    the call dispatches to (e.g. _scaled_dot_product_flash_attention_for_cpu on a CPU,
+    _scaled_dot_product_efficient_attention or _scaled_dot_product_flash_attention on CUDA),
+    or "math" when it falls back to PyTorch's plain bmm-and-softmax path."""
+    ops = OpNames()
+    with torch.no_grad(), ops:
+        fused(q, k, v)
+    kernels = [name for name in ops.names if name.startswith("_scaled_dot_product_")]
+    return kernels[0] if kernels else "math"
+
+
+class OpNames(TorchDispatchMode):
+    """Records the names of the aten ops that run while the mode is on (e.g. 'bmm')."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
 
 
 def random_qkv(batch: int, n_heads: int, T: int, d_head: int, dtype=torch.float32,

@@ -131,3 +131,15 @@ def users_fit(memory_bytes: int, weights: int, per_user: int) -> Fit:
     free = memory_bytes - weights
     return Fit(memory_bytes, weights, per_user, max(0, free) // per_user)
 # --8<-- [end:users_fit]
+
+
+# --8<-- [start:prefix_hit]
+def cached_prefix_tokens(shared: int, block: int = 1, minimum: int = 0) -> int:
+    """How many of a prompt's first `shared` tokens (identical to an earlier request's) a prefix
+    cache can serve: whole blocks only (a self-hosted engine keeps keys and values in blocks,
+    vLLM's of 16 tokens; OpenAI's cache grows in steps of 128), and nothing at all below the
+    provider's minimum cacheable length (1,024 tokens at OpenAI and for most Anthropic models)."""
+    if shared < minimum:
+        return 0
+    return shared // block * block
+# --8<-- [end:prefix_hit]

@@ -27,6 +27,7 @@ from backend.reference import attention_cost as ac
 from backend.reference import context
 from backend.widgets import measure as measure_lib
 from backend.reference.presets import PRESETS
+from backend.reference.serving import CARDS
 from backend.widgets.spec import Limit, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
@@ -94,10 +95,10 @@ def device_limits() -> dict:
 def ceiling_error(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str) -> ParamError:
     limit = slider_top(n_heads, batch, d_head, DTYPES[dtype_name])
     return ParamError(
-        f"'context length T' must be from {MIN_T} to {limit:,} on {device.device()} at batch "
+        f"'context length T' must be from {MIN_T} to {limit} on {device.device()} at batch "
         f"{batch} × {n_heads} head{'s' if n_heads != 1 else ''} of size {d_head} in "
         f"{dtype_name} (this device's ceiling at that setting; more heads, batch or head size "
-        f"lower it), got {T:,}", "context_len")
+        f"lower it), got {T}", "context_len")
 
 
 class CeilingSpec(WidgetSpec):
@@ -157,6 +158,7 @@ SPEC = CeilingSpec(
         Output("peak_mib_fused", "fused, peak memory", ".3g", "MiB"),
         Output("max_abs_diff", "largest |explicit − fused|", ".2g"),
         Output("ceiling", "largest T at this setting", ",d", "tokens"),
+        Output("fused_kernel", "kernel the fused call ran", ""),
         Output("device", "measured on", ""),
     ),
     bake=tuple({"context_len": t} for t in (16, 64, 256, 512, CEILING) if t <= CEILING)
@@ -194,9 +196,11 @@ def measure(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str) -> d
             out["fused"].append(fused_runs)
             out["peak_eager"].append(ac.peak_bytes(ac.eager, q, k, v))
             out["peak_fused"].append(ac.peak_bytes(ac.fused, q, k, v))
+        kernel = ac.fused_kernel(q, k, v)
         with torch.no_grad():
             diff = (ac.eager(q, k, v).float() - ac.fused(q, k, v).float()).abs().max().item()
     out["max_abs_diff"] = diff
+    out["fused_kernel"] = kernel
     out["max_abs_v"] = v.abs().max().float().item()
     return out
 
@@ -213,7 +217,10 @@ def table_values() -> dict:
         table[str(n)]["score_gb"] = table[str(n)]["score_bytes"] / 1e9
         table[str(n)]["score_gb_32"] = table[str(n)]["score_bytes_32"] / 1e9
         table[str(n)]["tflop_32"] = table[str(n)]["flops_32"] / 1e12
-    return {"table": table}
+    # the 128,000-token layer of scores against what an H200 reports (serving.CARDS)
+    h200 = CARDS["141"].memory_bytes
+    return {"table": table, "h200_gb": h200 / 1e9,
+            "h200s_for_128k_layer": table["128000"]["score_bytes_32"] / h200}
 
 
 def _llama_crossover() -> dict:
@@ -224,7 +231,14 @@ def _llama_crossover() -> dict:
     return {"llama_width": cfg.d_model, "llama_heads": cfg.n_heads, "llama_d_head": d_head,
             "llama_kv_heads": cfg.n_kv_heads,
             "llama_crossover_full_kv": ac.crossover_context(d_head, cfg.n_heads),
-            "llama_crossover_T": ac.crossover_context(d_head, cfg.n_heads, cfg.n_kv_heads)}
+            "llama_crossover_T": ac.crossover_context(d_head, cfg.n_heads, cfg.n_kv_heads),
+            # against the whole layer's matmuls (projections and the SwiGLU MLP), with every
+            # pair scored and with the causal half skipped
+            "llama_d_ff": cfg.d_ff,
+            "llama_layer_crossover_T": ac.layer_crossover_context(d_head, cfg.n_heads,
+                                                                  cfg.n_kv_heads, cfg.d_ff),
+            "llama_layer_crossover_causal_T": ac.layer_crossover_context(
+                d_head, cfg.n_heads, cfg.n_kv_heads, cfg.d_ff, causal=True)}
 
 
 def compute(params: dict) -> dict:
@@ -255,6 +269,7 @@ def compute(params: dict) -> dict:
         "peak_bytes_fused": m["peak_fused"][-1],
         "max_abs_diff": m["max_abs_diff"],
         "max_abs_v": m["max_abs_v"],
+        "fused_kernel": m["fused_kernel"],
         "score_mib": ac.score_bytes(T, h, B, dtype) / 2 ** 20,
         "peak_mib_eager": m["peak_eager"][-1] / 2 ** 20,
         "peak_mib_fused": m["peak_fused"][-1] / 2 ** 20,
@@ -408,11 +423,15 @@ def _mib(n: float) -> str:
     return f"{n / 2 ** 20:.3g} MiB"
 
 
+def _medians(n: int) -> str:
+    return "one run" if n == 1 else f"medians of {n} runs"
+
+
 def _summary(T: int, v: dict) -> str:
     return (f"At T = {T:,} the explicit attention took {v['ms_eager']:.3g} ms and peaked at "
-            f"{_mib(v['peak_bytes_eager'])}; the fused kernel took {v['ms_fused']:.3g} ms and "
-            f"peaked at {_mib(v['peak_bytes_fused'])} (medians of {v['repeats']} runs on "
-            f"{v['measured_on']}). One score matrix is {_mib(v['score_bytes'])}; the largest "
+            f"{_mib(v['peak_bytes_eager'])}; the fused call ran {v['fused_kernel']} and took "
+            f"{v['ms_fused']:.3g} ms, peaking at {_mib(v['peak_bytes_fused'])} "
+            f"({_medians(v['repeats'])} on {v['measured_on']}). One score matrix is {_mib(v['score_bytes'])}; the largest "
             f"context this setting allows here is {v['ceiling']:,} (the "
             f"{ {'time': 'time rule', 'memory': 'memory rule', 'slider': 'slider top'}[v['ceiling_rule']]}).")
 
@@ -425,7 +444,8 @@ def _table(v: dict) -> dict:
                 v["ladder_slowest_eager"], v["ladder_ms_fused"], v["ladder_fastest_fused"],
                 v["ladder_slowest_fused"], v["ladder_peak_eager"], v["ladder_peak_fused"])]
     return {"caption": f"Measured on {v['measured_on']}: median (fastest–slowest) of "
-                       f"{v['repeats']} runs, and peak memory of each path in MiB.",
+                       f"{v['repeats']} runs, and peak memory of each path in MiB; the fused "
+                       f"call ran {v['fused_kernel']}.",
             "columns": ["T", "explicit (ms)", "fused (ms)", "explicit peak (MiB)",
                         "fused peak (MiB)"],
             "rows": rows}

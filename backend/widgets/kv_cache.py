@@ -37,6 +37,12 @@ FIELDS = {"n_layers": "n_layers", "n_heads": "n_heads", "n_kv": "n_kv_heads", "h
 MEMORIES = tuple(CARDS)  # the GB (10^9 bytes) each card is sold as; modelled by what CUDA reports
 MAX_CONTEXT = 1_048_576
 CURVE = tuple(4 ** i for i in range(11))  # 1 .. 1,048,576 tokens: straight lines on log axes
+# vLLM's default share of the card it plans its cache in (`gpu_memory_utilization=0.9`): one
+# realistic anchor beside the upper bound over the whole card.
+VLLM_UTILIZATION = 0.9
+# Past this many users (the batch slider's top) memory is not what binds: compute and the
+# server's own limit on sequences per batch are, so the count is said to be memory's only.
+USERS_MEMORY_ONLY = 1024
 
 
 def _locks(param: str) -> tuple[Depends, ...]:
@@ -52,6 +58,10 @@ class PresetSpec(WidgetSpec):
 
     def resolve(self, body):
         if isinstance(body, dict):
+            memory = body.get("memory")
+            if (isinstance(memory, (int, float)) and not isinstance(memory, bool)
+                    and float(memory).is_integer() and str(int(memory)) in CARDS):
+                body = {**body, "memory": str(int(memory))}  # 80 as well as "80"
             preset = body.get("preset", CUSTOM)
             if isinstance(preset, str) and preset in CHOICES:
                 cfg = CHOICES[preset]
@@ -83,8 +93,10 @@ SPEC = PresetSpec(
         Param("head_dim", "head width d_head", "int", default=START.d_head, min=8, max=512,
               step=8, depends=_locks("head_dim")),
         Param("dtype", "cache dtype", "choice", default="bfloat16", options=tuple(DTYPES),
-              help="int8 and fp8 store one byte per number plus one float16 scale per key "
-                   "vector and per value vector, counted here."),
+              help="int8 and fp8 store one byte per number plus scales to turn it back into "
+                   "a key or a value. Most servers keep one scale per tensor (a few bytes per "
+                   "layer); this counts the generous case, one float16 scale per key vector "
+                   "and per value vector."),
         Param("batch", "concurrent users", "int", default=1, min=1, max=1024, step=1,
               scale="log2", help="Users served at once, each with a cache of this length."),
         Param("memory", "accelerator, sold as (GB = 10⁹ bytes)", "choice", default="80",
@@ -113,6 +125,14 @@ SPEC = PresetSpec(
     ),
     cost_hint="light",
 )
+
+
+def _read_per_token(weights: int, fit) -> float:
+    """Bytes a full card's decode step reads (weights and every fitting user's cache) per token
+    it yields (one per user); 0 when no user fits."""
+    if not fit.users:
+        return 0.0
+    return (weights + fit.users * fit.per_user_bytes) / fit.users
 
 
 def config_of(params: dict):
@@ -147,6 +167,11 @@ def compute(params: dict) -> dict:
     mha_total = sizes(params, h, T, B)
     weights = weights_bytes(cfg)
     fit = users_fit(memory, weights, per_user)
+    vllm_fit = users_fit(int(memory * VLLM_UTILIZATION), weights, per_user)
+    # A decode step with the card full reads the weights and every user's cache once and yields
+    # one token per user: the bytes read per token generated, here and at 8,192 tokens.
+    read = _read_per_token(weights, fit)
+    read_8k = _read_per_token(weights, users_fit(memory, weights, sizes(params, kv, 8192, 1)))
     values = {
         "bytes_per_token": per_token,
         "bytes_per_token_mha": sizes(params, h, 1, 1),
@@ -173,6 +198,11 @@ def compute(params: dict) -> dict:
         "free_bytes": fit.free_bytes,
         "weights_fit": fit.weights_fit,
         "users_fit": fit.users,
+        "users_fit_vllm": vllm_fit.users,
+        "vllm_utilization": VLLM_UTILIZATION,
+        "decode_read_per_token_gb": read / GB if read else 0.0,
+        "read_per_token_vs_8192": read / read_8k if read and read_8k else 0.0,
+        "memory_only": fit.users > USERS_MEMORY_ONLY,
         "batch_fits": B <= fit.users,
         "cache_over_weights": total / weights,
         # the longest context one user could have beside the weights
@@ -206,13 +236,18 @@ def _card(params: dict) -> str:
 
 
 def _notice(params: dict, v: dict) -> str:
+    if v["memory_only"]:
+        return (f"Memory alone would hold {v['users_fit']:,} users at "
+                f"{_tokens(params['context_len'])}, but long before that many, compute and the "
+                f"server's limit on sequences per batch bind: this count is memory's only.")
     if not v["weights_fit"]:
         return (f"The weights alone ({v['weights_gb']:.1f} GB) do not fit in the "
                 f"{_card(params)}: no user fits, so users at T is 0.")
     if not v["batch_fits"]:
         B = params["batch"]
-        return (f"{_users(B)} at {params['context_len']:,} tokens {'needs' if B == 1 else 'need'} "
-                f"{v['total_gb']:.1f} GB of cache; beside the weights "
+        return (f"{_users(B)} at {_tokens(params['context_len'])} "
+                f"{'needs' if B == 1 else 'need'} {_gb(v['total_gb'], '.1f')} of cache; beside "
+                f"the weights "
                 f"{'none fits' if v['users_fit'] == 0 else 'only ' + format(v['users_fit'], ',') + ' fit'} "
                 f"in the {_card(params)}.")
     return ""
@@ -269,15 +304,31 @@ def _users(n: int) -> str:
     return "1 user" if n == 1 else f"{n:,} users"
 
 
+def _tokens(n: int) -> str:
+    return "1 token" if n == 1 else f"{n:,} tokens"
+
+
+def _gb(x: float, fmt: str = ".3g") -> str:
+    """GB as a reader writes it: 1.07 GB, 1,049 GB, never 1.1e+03 GB."""
+    return f"{x:,.0f} GB" if x >= 1000 else f"{x:{fmt}} GB"
+
+
+def _fit_clause(n: int) -> str:
+    if n == 0:
+        return "no user at this length fits"
+    return f"at most {_users(n)} at this length {'fits' if n == 1 else 'fit'}"
+
+
 def _summary(params: dict, v: dict) -> str:
     B, T = params["batch"], params["context_len"]
     return (f"{_name(params)} keeps {v['bytes_per_token']:,} bytes of keys and values per token "
-            f"in {params['dtype']}, so {_users(B)} at {T:,} tokens {'holds' if B == 1 else 'hold'} "
-            f"{v['total_gb']:.3g} GB; "
+            f"in {params['dtype']}, so {_users(B)} at {_tokens(T)} {'holds' if B == 1 else 'hold'} "
+            f"{_gb(v['total_gb'])}; "
             f"with one key/value head per query head it would be {v['gqa_saving_factor']:.3g} "
-            f"times as much. Beside {v['weights_gb']:.4g} GB of weights, at most "
-            f"{v['users_fit']:,} {'user' if v['users_fit'] == 1 else 'users'} at this length fit "
-            f"in the {_card(params)}.")
+            f"times as much. Beside {_gb(v['weights_gb'], '.4g')} of weights, "
+            f"{_fit_clause(v['users_fit'])} in the {_card(params)}"
+            + (f"; {v['users_fit_vllm']:,} in the {v['vllm_utilization']:.0%} of it that a "
+               f"vLLM server plans in by default." if v["users_fit"] else "."))
 
 
 def _table(params: dict, v: dict) -> dict:

@@ -11,10 +11,15 @@ million tokens).
 from __future__ import annotations
 
 from backend.reference import pricing
+from backend.reference.serving import cached_prefix_tokens
 from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES, base_layout
 
 MAX_TOKENS = 131_072  # a long context window; the sliders move in powers of two
+# What a cache can serve of a shared prefix. Providers: nothing below a minimum cacheable length
+# (1,024 tokens at OpenAI and for most Anthropic models), then OpenAI's steps of 128 tokens.
+# Self-hosted engines: whole blocks of keys and values (vLLM's default block is 16 tokens).
+PROVIDER_MINIMUM, PROVIDER_STEP, ENGINE_BLOCK = 1024, 128, 16
 SPEC = WidgetSpec(
     name="prefix_cache_cost",
     title="What a cached prefix saves",
@@ -75,11 +80,21 @@ def compute(params: dict) -> dict:
         "cached_share": n_cached / n_in,
         "output_share_full": float(full.output / full.total) if full.total else 0.0,
         "fresh_input_tokens": n_in - n_cached,
+        "provider_minimum": PROVIDER_MINIMUM,
+        "provider_step": PROVIDER_STEP,
+        "engine_block": ENGINE_BLOCK,
+        "cacheable_provider": cached_prefix_tokens(n_cached, PROVIDER_STEP, PROVIDER_MINIMUM),
+        "cacheable_engine": cached_prefix_tokens(n_cached, ENGINE_BLOCK),
     }
     out = {"values": values, "figure": _figure(full, write, cached, n_cached),
            "summary": _summary(params, values), "table": _table(full, write, cached)}
+    if n_cached < PROVIDER_MINIMUM:
+        out["notice"] = (f"This bill assumes all {n_cached:,} prefix tokens are cached. A provider "
+                         f"with a {PROVIDER_MINIMUM:,}-token minimum (OpenAI, most Anthropic "
+                         f"models) caches none of a prefix this short; a self-hosted engine with "
+                         f"blocks of {ENGINE_BLOCK} reuses {values['cacheable_engine']:,} of them.")
     if even is None:
-        out["notice"] = ("A cached request costs no less than an uncached one at these prices, "
+        out["notice"] = out.get("notice", "") + (" " if "notice" in out else "") + ("A cached request costs no less than an uncached one at these prices, "
                          "so caching never pays for itself, however cheap the write (requests "
                          "until caching has paid: 0 means never).")
     return out

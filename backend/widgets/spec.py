@@ -452,7 +452,8 @@ def sweep(p: Param, n: int) -> list:
 
 def _fmt(x) -> str:
     if isinstance(x, float) and x.is_integer():
-        return str(int(x))
+        # a whole number as a reader writes it, but never a 300-digit echo of 1e308
+        return str(int(x)) if abs(x) < 1e15 else f"{x:g}"
     return str(x)
 
 

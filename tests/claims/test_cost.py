@@ -48,11 +48,29 @@ def test_the_handouts_table_of_work():
 
 
 # "At 128,000 tokens one head's scores in bfloat16 are 32.8 GB; a layer of 32 heads needs
-# 1,049 GB, over seven times the 141 GB of an H200."
-def test_a_layer_of_scores_at_128k_is_over_seven_h200s():
-    t = values(context_len=16)["table"]["128000"]
-    assert f"{t['score_gb']:.1f}" == "32.8"
-    assert t["score_gb_32"] > 7 * 141
+# 1,049 GB, about 7 times the 150 GB an H200 reports. Stored whole, it cannot fit on any one
+# accelerator." And later: "the whole table is several times too big for any one accelerator".
+def test_a_layer_of_scores_at_128k_is_about_seven_h200s():
+    from backend.reference.serving import CARDS
+    from backend.widgets import kv_cache
+
+    v = values(context_len=16)
+    t = v["table"]["128000"]
+    assert f"{t['score_gb']:.1f}" == "32.8" and f"{t['score_gb_32']:,.0f}" == "1,049"
+    assert f"{v['h200s_for_128k_layer']:.0f}" == "7" and 6.9 < v["h200s_for_128k_layer"] < 7
+    h200 = kv_cache.compute(kv_cache.SPEC.resolve({"memory": "141"}))["values"]["memory_gb"]
+    assert f"{h200:.0f}" == "150" and h200 == v["h200_gb"]
+    assert t["score_bytes_32"] > 3 * max(c.memory_bytes for c in CARDS.values())
+
+
+# "a decode step scores a single 1 x T row per head"
+def test_a_decode_step_scores_one_row():
+    from backend.reference.attention import scaled_dot_product_attention
+
+    q = torch.randn(1, 4, 1, 16)                       # one new token's query, 4 heads
+    k = v = torch.randn(1, 4, 300, 16)                 # the cache: 300 keys and values
+    _, weights = scaled_dot_product_attention(q, k, v)
+    assert weights.shape == (1, 4, 1, 300)
 
 
 # "the quadratic term only overtakes the projections at T = 2d" and "at T = d the projections
@@ -88,6 +106,58 @@ def test_the_crossover_of_a_llama_3_8b_width():
         for i, o in shapes:
             torch.nn.Linear(i, o, bias=False, device="meta")(x)
     assert counter.get_total_flops() == ac.score_flops(T, d_head, h)
+
+
+# "Llama-3-8B's gated MLP multiplies each token by three d x 14,336 matrices, four times the
+# projections' work ... Counting every pair, they do so at T = 26,624. A causal kernel that skips
+# the masked half ... doubles that to T = 53,248." "Below a few tens of thousands of tokens, most
+# of a Llama-3-8B layer's arithmetic is not attention's scores."
+def test_the_whole_layers_crossover_with_the_mlp_and_the_causal_half():
+    cfg = PRESETS["llama-3-8b"]
+    d, d_head = cfg.d_model, cfg.d_model // cfg.n_heads
+    v = values(context_len=16)
+    assert v["llama_d_ff"] == cfg.d_ff == 14336
+    mlp = ac.mlp_flops(1, d, cfg.d_ff)
+    proj = ac.projection_flops(1, d_head, cfg.n_heads, 1, cfg.n_kv_heads)
+    assert 3.9 < mlp / proj < 4.3                                      # "four times"
+    x = torch.empty(1, 1, d, device="meta")
+    with FlopCounterMode(display=False) as counter:                    # SwiGLU's three matrices
+        for i, o in ((d, cfg.d_ff), (d, cfg.d_ff), (cfg.d_ff, d)):
+            torch.nn.Linear(i, o, bias=False, device="meta")(x if i == d else
+                                                             torch.empty(1, 1, i, device="meta"))
+    assert counter.get_total_flops() == mlp
+    T, Tc = v["llama_layer_crossover_T"], v["llama_layer_crossover_causal_T"]
+    assert (T, Tc) == (26624, 53248)
+    per_token = lambda t, causal=False: ac.score_flops(t, d_head, cfg.n_heads) / t / (2 if causal else 1)
+    assert per_token(T - 1) < proj + mlp < per_token(T + 1)
+    assert per_token(Tc - 1, True) < proj + mlp < per_token(Tc + 1, True)
+    assert 20_000 < T < Tc
+    # the first figure's caption: "Scoring every pair, the scores overtake them between 16,384
+    # and 32,768 tokens"
+    assert 16_384 < T < 32_768
+
+
+# "send half the tokens, and the score work and the score memory fall to a quarter. The rest of
+# the layer's work falls to a half"
+def test_trimming_a_prompt_quarters_the_scores_and_halves_the_rest():
+    T = 8192
+    assert ac.score_flops(T // 2, 128, 32) * 4 == ac.score_flops(T, 128, 32)
+    assert ac.score_bytes(T // 2, 32) * 4 == ac.score_bytes(T, 32)
+    assert ac.projection_flops(T // 2, 128, 32, 1, 8) * 2 == ac.projection_flops(T, 128, 32, 1, 8)
+    assert ac.mlp_flops(T // 2, 4096, 14336) * 2 == ac.mlp_flops(T, 4096, 14336)
+
+
+# "the widget below reports the kernel the call actually ran" (on this build's CPU, PyTorch's
+# flash kernel for 4-D inputs; the math path for 3-D ones)
+def test_the_widget_reports_the_kernel_the_fused_call_ran():
+    for dtype in w.DTYPES:
+        v = values(context_len=64, dtype=dtype)
+        assert v["fused_kernel"] == "_scaled_dot_product_flash_attention_for_cpu"
+    q = torch.randn(1, 64, 16)
+    assert ac.fused_kernel(q, q, q) == "math"
+    out = w.compute(w.SPEC.resolve({"context_len": 64}))
+    assert "_scaled_dot_product_flash_attention_for_cpu" in out["summary"]
+    assert "medians of 5 runs" in out["summary"] and w._medians(1) == "one run"
 
 
 # "Using it costs as much again: every one of the T^2 weights scales a value vector of length

@@ -156,6 +156,15 @@ def test_one_byte_dtypes_halve_the_values_and_add_scales(preset):
     assert v(dtype="fp8")["users_fit"] > v()["users_fit"]
 
 
+# "The common case is one scale per whole tensor ... a few bytes per layer, nothing per token.
+# The widget counts the generous case ... so its count is, if anything, a user or two low."
+def test_per_tensor_scales_would_fit_a_user_or_two_more():
+    per_vector = v(dtype="fp8")["users_fit"]
+    values_only = serving.users_fit(v()["memory_bytes"], v()["weights_bytes"],
+                                    v(dtype="fp8")["values_per_token_bytes"] * 8192).users
+    assert 1 <= values_only - per_vector <= 2
+
+
 def test_a_per_tensor_scale_is_a_few_bytes_per_layer():
     # one float16 scale for K and one for V per layer, as a (1, 1, 1, 1) tensor each
     assert serving.filled_cache(32, 1, 1, 1, 1, torch.float16).nbytes() == 32 * 4
@@ -194,14 +203,55 @@ def test_at_the_cap_the_caches_outweigh_the_weights_and_one_more_user_does_not_f
     assert v(context_len=128_000)["users_fit"] * 10 < s["users_fit"]  # far fewer long chats
 
 
-def test_long_conversations_cost_several_times_as_much_per_token():
+# "Each decode step reads the weights and every user's cache once, about the same bytes in both
+# cases (the card is full either way) ... yields one token per user: 4 tokens instead of 64.
+# Each token then costs about 16 times as much: 20.8 GB read per token against 1.32 GB."
+def test_long_conversations_cost_about_sixteen_times_as_much_per_token():
     short, long = v(), v(context_len=128_000)
-    # the card's hour is shared among fewer users: per token, at least the users' ratio dearer
-    assert short["users_fit"] / long["users_fit"] >= 3
-    # and each decode step moves about as many bytes either way (weights + every cache)
+    assert (short["users_fit"], long["users_fit"]) == (64, 4)
     step_short = short["weights_bytes"] + short["caches_at_fit_bytes"]
     step_long = long["weights_bytes"] + long["caches_at_fit_bytes"]
-    assert step_long <= step_short * 1.01
+    assert 0.95 < step_long / step_short <= 1.0
+    assert f"{long['read_per_token_vs_8192']:.0f}" == "16" and short["read_per_token_vs_8192"] == 1
+    assert long["decode_read_per_token_gb"] == pytest.approx(step_long / 4 / 1e9)
+    assert (f"{long['decode_read_per_token_gb']:.1f}", f"{short['decode_read_per_token_gb']:.2f}") \
+        == ("20.8", "1.32")
+
+
+# "vLLM, by default, plans its cache in 90% of the card ... 56 such users on the A100 and 110 on
+# the H200"; "counting every user at the full context length overstates the need"
+def test_the_vllm_anchor_is_below_the_upper_bound():
+    a100, h200 = v(), v(memory="141")
+    assert (a100["users_fit_vllm"], h200["users_fit_vllm"]) == (56, 110)
+    assert f"{a100['vllm_utilization']:.0%}" == "90%"
+    for preset in DECODER_PRESETS:
+        for memory in kc.MEMORIES:
+            s = v(preset=preset, memory=memory)
+            assert s["users_fit_vllm"] <= s["users_fit"]
+    # a conversation part-way holds only its own tokens' cache
+    assert v(context_len=2000)["per_user_bytes"] < v()["per_user_bytes"]
+
+
+# "at one token, memory alone would hold 525,864 users, but compute and the server's limit on
+# sequences per batch bind long before, and the widget says so."
+def test_at_tiny_contexts_the_count_is_memorys_only_and_the_widget_says_so():
+    out = kv(context_len=1)
+    assert out["values"]["users_fit"] == 525_864 and "memory's only" in out["notice"]
+    assert "notice" not in kv() and "notice" not in kv(context_len=128_000)
+    assert "1 user at 1 token holds" in out["summary"]
+
+
+# "With n_kv = 8 key/value heads, up to 8 cards can split the cache without any card keeping a
+# copy of another's": tensor parallelism splits whole key/value heads.
+def test_tensor_parallelism_splits_whole_kv_heads():
+    n_kv = v(preset="llama-3-70b")["n_kv"]
+    assert n_kv == 8
+    for cards in range(1, 2 * n_kv + 1):
+        whole = n_kv % cards == 0
+        assert whole == (cards in (1, 2, 4, 8))
+    # split over 8 cards, each keeps an eighth of every layer's cache
+    one = v(preset="llama-3-70b", n_kv=8)["bytes_per_token"]
+    assert one % n_kv == 0
 
 
 def test_llama3_70b_fits_an_h200_with_almost_nothing_left():
@@ -282,14 +332,37 @@ def test_the_output_bounds_the_saving(n_in, n_out):
 
 
 def test_rag_gains_little_a_long_fixed_prefix_a_lot():
-    rag = cost(input_tokens=4000, cached_tokens=300, output_tokens=300)["saving"]
-    fixed = cost(input_tokens=4000, cached_tokens=3500, output_tokens=300)["saving"]
-    assert rag < 0.1 < 0.5 < fixed
-    assert f"{rag:.1%}" == "4.9%" and f"{fixed:.0%}" == "57%"
+    rag = cost(input_tokens=4000, cached_tokens=300, output_tokens=300)
+    fixed = cost(input_tokens=4000, cached_tokens=3500, output_tokens=300)
+    assert rag["saving"] < 0.1 < 0.5 < fixed["saving"]
+    assert f"{rag['saving']:.1%}" == "4.9%" and f"{fixed['saving']:.0%}" == "57%"
+    assert rag["cacheable_provider"] == 0          # "at a provider ... it saves nothing"
+
+
+# The headline: 4,000 in, 3,500 fixed, 300 out: "$0.04300 without caching and $0.01835 with
+# it, 57% less ... repaid by request number 2"; "a provider that caches in steps of 128 bills
+# 3,456 of the 3,500"
+def test_the_long_prefix_headline():
+    c = cost(input_tokens=4000, cached_tokens=3500, output_tokens=300)
+    assert c["cost_full"] > c["cost_cached"] and c["break_even_requests"] == 2
+    assert c["cacheable_provider"] == 3456 and c["cacheable_provider"] % 128 == 0
+    assert c["provider_minimum"] <= 3500
+
+
+# "350 tokens are under the providers' minimum, so there it earns nothing; a self-hosted engine
+# would reuse 336 of them, its whole blocks." "Only whole blocks of the shared prefix are reused"
+def test_a_short_prefix_earns_nothing_at_a_provider_and_whole_blocks_in_an_engine():
+    c = cost()
+    assert c["provider_minimum"] == 1024 and c["provider_step"] == 128 and c["engine_block"] == 16
+    assert c["cacheable_provider"] == 0 and c["cacheable_engine"] == 336 == 350 // 16 * 16
+    assert "caches none" in pc.compute(pc.SPEC.resolve({}))["notice"]
+    assert "notice" not in pc.compute(pc.SPEC.resolve(
+        {"input_tokens": 4000, "cached_tokens": 3500, "output_tokens": 300}))
 
 
 def test_exercise_3_half_the_input_saves_a_fifth():
     assert cost(cached_tokens=200)["saving"] == 0.2
+    assert cost(cached_tokens=200)["cacheable_provider"] == 0     # "A provider would not cache"
     assert cost(cached_tokens=199)["saving"] < 0.2 < cost(cached_tokens=201)["saving"]
 
 

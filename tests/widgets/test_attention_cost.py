@@ -101,9 +101,10 @@ def test_above_the_ceiling_is_a_400_naming_it_and_the_device(client):
     resp = post(client, context_len=w.CEILING + 1)
     assert resp.status_code == 400
     msg = resp.get_json()["error"]
-    assert msg == ("'context length T' must be from 16 to 1,448 on cpu at batch 1 × 1 head of "
+    # numbers written as every other 400 writes them ("from 16 to 1448"), not with commas
+    assert msg == ("'context length T' must be from 16 to 1448 on cpu at batch 1 × 1 head of "
                    "size 64 in float32 (this device's ceiling at that setting; more heads, batch "
-                   "or head size lower it), got 1,449")
+                   "or head size lower it), got 1449")
     resp = post(client, context_len=1024, n_heads=4)
     assert resp.status_code == 400
     body = resp.get_json()

@@ -147,3 +147,21 @@ def test_readouts_keep_the_digit_that_decides(client):
     assert "weights (141.1 GB)" in [t["name"] for t in out["figure"]["data"]]
     assert "weights 141.1 GB" in out["table"]["caption"]
     assert out["summary"] and out["table"]["rows"] and "narrow" in out["figure"]
+
+
+def test_the_card_may_be_sent_as_a_number(client):
+    assert post(client, memory=80)["values"] == post(client, memory="80")["values"]
+    assert post(client, memory=141.0)["values"]["users_fit"] == 124
+    assert error(client, memory=81)["param"] == "memory"
+    assert error(client, memory=True)["param"] == "memory"
+
+
+def test_the_summary_reads_as_a_sentence_at_the_edges(client):
+    one = post(client, context_len=1)
+    assert "1 user at 1 token holds" in one["summary"] and "memory's only" in one["notice"]
+    none = post(client, context_len=1_048_576, batch=1000)
+    assert "no user at this length fits" in none["summary"] and "e+" not in none["summary"]
+    assert "137,439 GB" in none["summary"]
+    single = post(client, context_len=524_288)
+    assert "at most 1 user at this length fits" in single["summary"]
+    assert "a vLLM server plans in by default" in post(client)["summary"]

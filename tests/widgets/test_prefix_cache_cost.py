@@ -75,3 +75,17 @@ def test_figure_stacks_three_requests(client):
     totals = [sum(b["x"][i] for b in bars) for i in range(3)]
     assert totals == pytest.approx([0.009, 0.009875, 0.00585], abs=1e-12)
     assert len(out["table"]["rows"]) == 3 and out["summary"]
+
+
+def test_a_huge_number_is_echoed_short(client):
+    r = client.post(URL, json={"price_input": 1e308})
+    assert r.status_code == 400
+    msg = r.get_json()["error"]
+    assert msg == "'input price' must be from 0 to 200, got 1e+308" and len(msg) < 80
+
+
+def test_a_short_prefix_says_a_provider_would_not_cache_it(client):
+    out = post(client)
+    assert out["values"]["cacheable_provider"] == 0 and out["values"]["cacheable_engine"] == 336
+    assert "1,024-token minimum" in out["notice"]
+    assert "notice" not in post(client, input_tokens=4000, cached_tokens=3500, output_tokens=300)
