@@ -69,9 +69,9 @@ class BlockPool:
         self.shared -= self.fill[b] if self.refs[b] == 1 else 0
         if self.refs[b] == 0:
             self.filled -= self.fill[b]  # the last table let go: the block is free again
-            if self.hash_of[b] is not None:
-                del self.by_hash[self.hash_of[b]]
-                self.hash_of[b] = None
+            h, self.hash_of[b] = self.hash_of[b], None
+            if h is not None and self.by_hash.get(h) == b:
+                del self.by_hash[h]
             self.free.append(b)
 # --8<-- [end:pool]
 
@@ -99,10 +99,11 @@ class PagedKV:
 
     def add(self, seq, n_tokens: int, tokens: list[int] | None = None) -> int:
         """Prefill `n_tokens` (with their ids, if given, for prefix caching). Returns how many of
-        them were found cached: whole blocks only."""
+        them were found cached: whole blocks only, and never the last token, which must be
+        computed again for its logits (so a prompt that is all cached still computes a block)."""
         pool, table = self.pool, []
         hashes = full_block_hashes(tokens[:n_tokens], self.bs) if tokens is not None else []
-        for h in hashes:  # the longest run of cached full blocks from the start
+        for h in hashes[:(n_tokens - 1) // self.bs]:  # the longest run of cached full blocks
             if h not in pool.by_hash:
                 break
             table.append(pool.by_hash[h])
@@ -116,7 +117,7 @@ class PagedKV:
             pool.write(b, min(self.bs, n_tokens - len(table) * self.bs))
             if len(table) < len(hashes):  # a full prompt block: others may reuse it
                 pool.hash_of[b] = hashes[len(table)]
-                pool.by_hash[hashes[len(table)]] = b
+                pool.by_hash.setdefault(hashes[len(table)], b)
             table.append(b)
         self.tables[seq], self.lengths[seq] = table, n_tokens
         return hit * self.bs
