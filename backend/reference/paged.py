@@ -378,3 +378,35 @@ def _snapshot(kv, running: dict, paged: bool, n_slots: int) -> list[int]:
         cells[start + n:start + final] = [SLOT["reserved"]] * (final - n)
         cells[start + final:start + size] = [SLOT["never"]] * (size - final)
     return cells
+
+
+# ------------------------------------------------------------------------- worked examples
+
+def prefix_hit(prompt: int, shared: int, block_size: int) -> int:
+    """Tokens a second prompt finds cached when its first `shared` tokens equal a first
+    prompt's (both `prompt` tokens long), through the allocator's own prefix cache."""
+    first = list(range(prompt))
+    second = first[:shared] + [prompt + i for i in range(prompt - shared)]
+    kv = PagedKV(2 * cdiv(prompt, block_size), block_size)
+    kv.add("first", prompt, first)
+    return kv.add("second", prompt, second)
+
+
+def fork_blocks(prompt: int, samples: int, block_size: int) -> tuple[int, int, int]:
+    """(blocks held after each of `samples` samples of one prompt wrote its first token,
+    the same without sharing, copy-on-write copies made)."""
+    kv = PagedKV(samples * (cdiv(prompt, block_size) + 1), block_size)
+    kv.add(0, prompt)
+    for s in range(1, samples):
+        kv.fork(0, s)
+    for s in range(samples):
+        kv.append(s)
+    return kv.blocks_in_use(), samples * cdiv(prompt + 1, block_size), kv.copies
+
+
+def one_request(tokens: int, block_size: int) -> tuple[int, int]:
+    """(blocks, empty slots in its last block) for one request of `tokens` tokens."""
+    kv = PagedKV(cdiv(tokens, block_size), block_size)
+    kv.add(0, tokens)
+    _, empty, _ = kv.slots()
+    return len(kv.tables[0]), empty

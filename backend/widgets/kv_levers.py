@@ -40,7 +40,8 @@ def compute(params: dict) -> dict:
                        f"{lever.key}_user_bytes": user,
                        f"{lever.key}_user_gb": user / 1e9,
                        f"{lever.key}_held_per_token": user / t,
-                       f"{lever.key}_cut": base / user})
+                       f"{lever.key}_cut": base / user,
+                       f"{lever.key}_saving_vs_mha": 1 - user / kv_levers.user_bytes("mha", t)})
     return {"values": values, "figure": _figure(values), "table": _table(values),
             "summary": _summary(values)}
 

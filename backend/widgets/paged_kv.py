@@ -15,7 +15,7 @@ shortest request, so the work is a few times the arena (at most 16,384 slots).
 from __future__ import annotations
 
 from backend.reference import kv_levers
-from backend.reference.paged import SLOT, replay
+from backend.reference.paged import SLOT, fork_blocks, one_request, prefix_hit, replay
 from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES, base_layout
 
@@ -23,6 +23,10 @@ SCHEMES = ("contiguous", "paged")
 COLUMNS = 64  # cells per row of the arena picture
 CELLS = 2048  # cells in the picture, whatever the arena
 SEED = 0
+# the worked examples the chapter names: one request, a shared opening, parallel samples
+EXAMPLE_TOKENS = 1000
+PREFIX_PROMPT, PREFIX_SHARED = 100, 40
+FORK_PROMPT, FORK_SAMPLES = 40, 4
 SPEC = WidgetSpec(
     name="paged_kv",
     title="Contiguous reservations against paged blocks",
@@ -93,6 +97,17 @@ def compute(params: dict) -> dict:
         "running_ratio": p.running / runs["contiguous"].running,
         "finished_ratio": p.finished / max(1, runs["contiguous"].finished),
         "measured_steps": p.measured_steps,
+        "block_bytes": bs * per_token,
+    })
+    blocks, empty = one_request(EXAMPLE_TOKENS, bs)
+    held, unshared, copies = fork_blocks(FORK_PROMPT, FORK_SAMPLES, bs)
+    values.update({
+        "example_tokens": EXAMPLE_TOKENS, "example_blocks": blocks, "example_empty": empty,
+        "example_empty_bytes": empty * per_token,
+        "prefix_shared": PREFIX_SHARED, "prefix_hit_tokens": prefix_hit(PREFIX_PROMPT,
+                                                                        PREFIX_SHARED, bs),
+        "fork_prompt": FORK_PROMPT, "fork_samples": FORK_SAMPLES, "fork_blocks": held,
+        "fork_blocks_unshared": unshared, "fork_copies": copies,
     })
     return {"values": values, "figure": _figure(runs, budget),
             "summary": _summary(params, values), "table": _table(values)}
