@@ -191,3 +191,19 @@ def test_the_first_figure_is_in_the_first_quarter():
 
 def test_the_vllm_figure_is_only_quoted_as_the_papers():
     assert CHAPTER.count("60 to 80 per cent") == 1 and "Kwon et al., 2023" in CHAPTER
+
+
+def test_external_fragmentation_is_worst_when_reservations_differ_in_size():
+    from backend.reference.paged import ContiguousKV, OutOfBlocks
+    same = ContiguousKV(100)
+    for s in range(4):
+        same.add(s, 1, 25)
+    same.free(1)
+    same.add("next", 1, 25)  # equal sizes: a freed reservation fits the next exactly
+    mixed = ContiguousKV(100)
+    for s, size in enumerate((20, 30, 20, 30)):
+        mixed.add(s, 1, size)
+    mixed.free(0)
+    mixed.free(2)
+    with pytest.raises(OutOfBlocks):  # 40 slots free, in two holes of 20
+        mixed.add("next", 1, 30)
