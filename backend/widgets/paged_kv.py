@@ -113,13 +113,12 @@ def compute(params: dict) -> dict:
             "summary": _summary(params, values), "table": _table(values)}
 
 
-# colour and legend name per slot code, per scheme
-NAMES = {
-    "contiguous": {SLOT["token"]: "token", SLOT["reserved"]: "reserved, written later",
-                   SLOT["never"]: "reserved, never written", SLOT["free"]: "free (gaps)"},
-    "paged": {SLOT["token"]: "token", SLOT["reserved"]: "empty end of a block",
-              SLOT["shared"]: "token shared by samples", SLOT["free"]: "free blocks"},
-}
+# legend name per slot code: orange is a reservation's not-yet-written part (contiguous) or the
+# empty end of a block (paged); red appears only in the contiguous arena, green only in the paged
+LEGEND = {SLOT["token"]: "token", SLOT["shared"]: "token shared by samples",
+          SLOT["reserved"]: "empty slot of an allocation",
+          SLOT["never"]: "reserved past the answer's end",
+          SLOT["free"]: "free"}
 TONES = {SLOT["free"]: "rgba(127,127,127,0.18)", SLOT["token"]: SERIES[0],
          SLOT["reserved"]: COLORS["accent"], SLOT["never"]: COLORS["unscaled"],
          SLOT["shared"]: COLORS["good"]}
@@ -150,13 +149,10 @@ def _figure(runs: dict, budget: int) -> dict:
                      "colorscale": scale, "showscale": False, "xgap": 1, "ygap": 1,
                      "xaxis": f"x{axis}", "yaxis": f"y{axis}", "name": s,
                      "hovertemplate": f"{s}<extra></extra>"})
-    for s in SCHEMES:  # legend entries (a heatmap has none)
-        for code, name in NAMES[s].items():
-            if s == "paged" and code in (SLOT["token"],):
-                continue
-            data.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
-                         "marker": {"symbol": "square", "size": 12, "color": TONES[code]},
-                         "name": name, "showlegend": True})
+    for code, name in LEGEND.items():  # legend entries (a heatmap has none)
+        data.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
+                     "marker": {"symbol": "square", "size": 12, "color": TONES[code]},
+                     "name": name, "showlegend": True})
     hidden = {"showticklabels": False, "showgrid": False, "zeroline": False}
     per = max(1, budget // CELLS)
     layout = base_layout(
