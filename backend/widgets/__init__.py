@@ -34,6 +34,8 @@ _MODULES = (  # in the order the book meets them
     "kv_decode",
     "kv_cache",
     "prefix_cache_cost",
+    "paged_kv",
+    "kv_levers",
 )
 
 

@@ -116,6 +116,8 @@ def test_kv_cache_entry_points_at_the_kv_cache_chapter():
     ("cost.md", {"flashattention", "fused-kernel", "flop"}),
     ("serving.md", {"prefix-caching", "rag", "gib", "memory-bandwidth", "fragmentation",
                     "decode", "prefill"}),
+    ("paged-kv.md", {"block-table", "copy-on-write", "sliding-window-attention",
+                     "latent-attention", "fragmentation", "paged-attention"}),
     ("families.md", {"paged-attention", "next-token-prediction", "masked-language-modelling",
                      "pipeline-parallelism", "sequence-parallelism"}),
     ("model.md", {"tensor-parallelism", "greedy-decoding", "embedding", "tokenizer"}),

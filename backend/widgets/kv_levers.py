@@ -1,0 +1,82 @@
+"""Widget: one model's KV cache under each lever, per token and per user at a context length.
+
+Llama-3-8B's shape, one lever at a time (backend/reference/kv_levers.py); every size is what the
+book's KVCache holds after filling it on the meta device, so the work is a few dozen meta
+tensors whatever the context.
+"""
+
+from __future__ import annotations
+
+from backend.reference import kv_levers
+from backend.reference.kv_levers import LEVERS
+from backend.widgets.spec import Output, Param, WidgetSpec
+from backend.widgets.style import COLORS, SERIES, base_layout
+
+SPEC = WidgetSpec(
+    name="kv_levers",
+    title="The cache's levers, one model",
+    description="Llama-3-8B's KV cache per token and per user under each lever.",
+    params=(
+        Param("context_len", "context length", "int", default=32768, min=1024, max=131072,
+              step=1, scale="log2", unit="tokens",
+              help="Tokens one user's conversation holds."),
+    ),
+    outputs=(
+        Output("gqa_user_gb", "one user, grouped-query as built (GB)", ".2f"),
+        Output("mla_user_gb", "one user, latent attention (GB)", ".2f"),
+        Output("window_user_gb", "one user, sliding window (GB)", ".2f"),
+    ),
+    bake=tuple({"context_len": t} for t in (1024, 4096, 8192, 16384, 65536, 131072)),
+)
+
+
+def compute(params: dict) -> dict:
+    t = params["context_len"]
+    base = kv_levers.user_bytes("gqa", t)
+    values = {"context_len": t}
+    for lever in LEVERS:
+        user = kv_levers.user_bytes(lever.key, t)
+        values.update({f"{lever.key}_bytes_per_token": kv_levers.bytes_per_token(lever.key),
+                       f"{lever.key}_user_bytes": user,
+                       f"{lever.key}_user_gb": user / 1e9,
+                       f"{lever.key}_held_per_token": user / t,
+                       f"{lever.key}_cut": base / user,
+                       f"{lever.key}_saving_vs_mha": 1 - user / kv_levers.user_bytes("mha", t)})
+    return {"values": values, "figure": _figure(values), "table": _table(values),
+            "summary": _summary(values)}
+
+
+def _figure(v: dict) -> dict:
+    names = [lever.name for lever in LEVERS]
+    colours = [COLORS["unscaled"] if lv.key == "mha" else
+               COLORS["scaled"] if lv.key == "gqa" else SERIES[2] for lv in LEVERS]
+    data = [{"type": "bar", "orientation": "h", "y": names,
+             "x": [v[f"{lv.key}_user_gb"] for lv in LEVERS], "marker": {"color": colours},
+             "hovertemplate": "%{y}: %{x:.3f} GB<extra></extra>", "name": "one user"}]
+    layout = base_layout(
+        360, showlegend=False,
+        xaxis={"title": {"text": f"one user's cache at {v['context_len']:,} tokens (GB)"},
+               "type": "log"},
+        yaxis={"autorange": "reversed", "automargin": True},
+        margin={"l": 10, "r": 10, "t": 20, "b": 50},
+    )
+    return {"data": data, "layout": layout,
+            "narrow": {"height": 420, "yaxis": {"automargin": True, "tickfont": {"size": 10}}}}
+
+
+def _table(v: dict) -> dict:
+    rows = [[lv.name, lv.cached, f"{v[f'{lv.key}_bytes_per_token']:,}",
+             f"{v[f'{lv.key}_user_gb']:.2f}", f"{v[f'{lv.key}_cut']:.2f}×"] for lv in LEVERS]
+    return {"caption": f"Llama-3-8B's cache under each lever, one user at "
+                       f"{v['context_len']:,} tokens",
+            "columns": ["lever", "one token, one layer", "bytes per token",
+                        "one user (GB)", "smaller than as built"],
+            "rows": rows}
+
+
+def _summary(v: dict) -> str:
+    others = [v[f"{lv.key}_user_gb"] for lv in LEVERS if lv.key not in ("mha", "gqa")]
+    return (f"At {v['context_len']:,} tokens one user's Llama-3-8B cache is "
+            f"{v['gqa_user_gb']:.2f} GB as built, {v['mha_user_gb']:.2f} GB with one key/value "
+            f"head per query head, and from {min(others):.2f} to {max(others):.2f} GB under the "
+            f"other levers.")

@@ -1,0 +1,209 @@
+"""Every qualitative sentence of docs/chapters/paged-kv.md, asserted over computed values."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import pytest
+
+from backend.reference import kv_levers as kl
+from backend.reference.paged import PagedKV, cdiv, replay
+from backend.widgets import kv_levers as lw
+from backend.widgets import paged_kv as pw
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTER = (ROOT / "docs/chapters/paged-kv.md").read_text(encoding="utf-8")
+
+
+@functools.lru_cache(maxsize=None)
+def _paged(items: tuple) -> dict:
+    return pw.compute(pw.SPEC.resolve(dict(items)))["values"]
+
+
+def pv(**p):
+    return _paged(tuple(sorted(p.items())))
+
+
+def lv(**p):
+    return lw.compute(lw.SPEC.resolve(p))["values"]
+
+
+# ------------------------------------------------------------------------------- intuition
+
+def test_the_pages_figure_is_what_the_prose_says():
+    from backend.diagrams import paged_blocks
+    kv, _ = paged_blocks.tables([37, 20], 16, 2)
+    assert kv.tables[0] == [0, 2, 4]  # "points at physical blocks 0, 2 and 4"
+    assert [kv.pool.fill[b] for b in kv.tables[0]] == [16, 16, 5]  # two of 16, five of a third
+    # "only each request's last block has empty slots"
+    for t in kv.tables.values():
+        assert all(kv.pool.fill[b] == 16 for b in t[:-1]) and kv.pool.fill[t[-1]] < 16
+
+
+def test_a_request_takes_a_new_block_only_when_its_last_is_full():
+    kv = PagedKV(100, 16)
+    kv.add(0, 1)
+    for n in range(2, 200):
+        before = len(kv.tables[0])
+        kv.append(0)
+        assert (len(kv.tables[0]) > before) == ((n - 1) % 16 == 0)
+
+
+def test_paged_memory_has_no_external_fragmentation():
+    """Any free blocks serve, wherever they lie: a request fits whenever enough are free."""
+    kv = PagedKV(16, 4)
+    for s in range(8):
+        kv.add(s, 8)  # all 16 blocks, interleaved owners
+    for s in (1, 4, 6):  # free scattered requests: holes everywhere
+        kv.free(s)
+    assert len(kv.pool.free) == 6
+    kv.add("new", 24)  # needs exactly the 6 scattered blocks
+    assert len(kv.pool.free) == 0
+
+
+# ------------------------------------------------------------------------------- try it
+
+def test_defaults_contiguous_waste_is_in_the_papers_range_and_mostly_never_written():
+    v = pv()
+    assert 0.60 <= v["contiguous_waste_share"] <= 0.80
+    assert v["contiguous_never_share"] > v["contiguous_empty_share"] / 2  # "most of it"
+    assert v["paged_token_share"] > 0.9 > v["contiguous_token_share"] * 3
+    assert v["running_ratio"] > 3 and v["paged_running"] > v["contiguous_running"]
+
+
+def test_paging_sends_requests_back_but_contiguous_never_does():
+    v = pv()
+    assert v["paged_preempted"] > 0
+    r = replay("contiguous", 16384, 16, 256, 1024, 1)
+    assert r.preempted == 0
+
+
+def test_free_memory_is_small_in_both_at_the_defaults():
+    v = pv()
+    assert v["contiguous_free_share"] < 0.05 and v["paged_free_share"] < 0.05
+
+
+def test_larger_blocks_leave_more_empty():
+    shares = [pv(block_size=b)["paged_token_share"] for b in (1, 4, 16, 64, 256)]
+    assert shares == sorted(shares, reverse=True) and shares[-1] < 0.7 < 0.9 < shares[2]
+    # paged stays ahead of contiguous at every block size the text names
+    assert all(s > pv()["contiguous_token_share"] for s in shares)
+
+
+def test_a_longer_maximum_hurts_only_the_contiguous_scheme():
+    base, long = pv(), pv(max_len=4096)
+    assert long["contiguous_token_share"] < base["contiguous_token_share"] / 2
+    assert abs(long["paged_token_share"] - base["paged_token_share"]) < 0.02
+
+
+def test_a_mean_near_the_maximum_shrinks_pagings_lead():
+    base, near = pv(), pv(mean_len=1024)
+    assert near["contiguous_token_share"] > 2 * base["contiguous_token_share"]
+    assert 1 < near["running_ratio"] < base["running_ratio"]
+
+
+def test_parallel_samples_share_and_widen_the_gap():
+    one, four = pv(), pv(samples=4)
+    assert one["paged_shared_share"] == 0 < four["paged_shared_share"]
+    assert four["running_ratio"] > one["running_ratio"]
+
+
+# ------------------------------------------------------------------------------- the math
+
+@pytest.mark.parametrize("bs", [1, 4, 16, 64, 256])
+def test_empty_slots_are_fewer_than_one_block(bs):
+    v = pv(block_size=bs)
+    assert v["example_blocks"] == cdiv(1000, bs)
+    assert v["example_empty"] == bs * v["example_blocks"] - 1000 <= bs - 1
+    assert v["example_empty_bytes"] == v["example_empty"] * 131_072
+    assert v["block_bytes"] == bs * 131_072
+    # in the replay: at most one partly empty block per running sequence (one sample)
+    assert v["paged_empty_share"] * 16384 <= v["paged_running"] * (bs - 1) + 1e-9
+
+
+# ------------------------------------------------------------------------------- sharing
+
+def test_fork_example():
+    v = pv()
+    assert (v["fork_blocks"], v["fork_blocks_unshared"], v["fork_copies"]) == (6, 12, 3)
+    assert v["fork_copies"] == v["fork_samples"] - 1  # "every sample but the last to write"
+
+
+def test_prefix_hits_are_whole_blocks():
+    assert pv()["prefix_hit_tokens"] == 32 and pv(block_size=64)["prefix_hit_tokens"] == 0
+    assert pv(block_size=1)["prefix_hit_tokens"] == 40
+    kv = PagedKV(8, 4)
+    toks = list(range(12))
+    kv.add("a", 12, toks)
+    assert kv.add("b", 12, toks) == 8  # all matches, but the last token's block is computed
+
+
+# ------------------------------------------------------------------------------- levers
+
+def test_levers_at_the_chapters_context():
+    v = lv()
+    assert v["mha_user_gb"] == 4 * v["gqa_user_gb"]
+    assert v["window_cut"] == 8 and lv(context_len=4096)["window_cut"] == 1
+    # "no more at any longer one"
+    assert lv(context_len=131072)["window_user_bytes"] == v["window_user_bytes"]
+    assert v["local_global_user_gb"] < v["gqa_user_gb"]
+    assert v["cross_layer_cut"] == 2 and v["fp8_cut"] == 2
+    assert 3.5 < v["int4_cut"] < 4  # a quarter, plus the scales
+
+
+def test_at_long_contexts_the_global_layers_hold_most_of_the_interleaved_cache():
+    t = 131072
+    glob = 5 * t * 131_072 // 32
+    assert glob > lv(context_len=t)["local_global_user_bytes"] / 2
+
+
+def test_per_token_mla_and_4bit_are_smallest_and_windows_win_long():
+    v = lv()
+    per_token = {lever.key: v[f"{lever.key}_bytes_per_token"] for lever in kl.LEVERS}
+    assert sorted(per_token, key=per_token.get)[:2] == ["int4", "mla"]
+    long = lv(context_len=131072)
+    assert long["window_user_gb"] < long["mla_user_gb"]
+    assert long["window_user_gb"] == min(long[f"{k.key}_user_gb"] for k in kl.LEVERS)
+    assert v["mla_saving_vs_mha"] > 0.9
+
+
+def test_check_yourself_at_2000_tokens_4bit_beats_the_window():
+    # below the window the window saves nothing; 4-bit is about a quarter at any length
+    assert kl.user_bytes("window", 2000) == kl.user_bytes("gqa", 2000)
+    assert kl.user_bytes("int4", 2000) < kl.user_bytes("window", 2000) / 3
+
+
+# ------------------------------------------------------------------------------- reading line
+
+def test_reading_line_has_no_handout_references():
+    body = CHAPTER.split('??? note "Notes on the sources (for instructors)"')[0]
+    assert "handout" not in body.lower() and "§" not in body
+    assert not re.search(r"(?<![\d,])00[034]\b", body)
+    assert CHAPTER.count('??? note "Notes on the sources (for instructors)"') == 1
+
+
+def test_the_first_figure_is_in_the_first_quarter():
+    first = min(CHAPTER.index("```diagram"), CHAPTER.index("```widget"))
+    assert first < len(CHAPTER) / 4
+
+
+def test_the_vllm_figure_is_only_quoted_as_the_papers():
+    assert CHAPTER.count("60 to 80 per cent") == 1 and "Kwon et al., 2023" in CHAPTER
+
+
+def test_external_fragmentation_is_worst_when_reservations_differ_in_size():
+    from backend.reference.paged import ContiguousKV, OutOfBlocks
+    same = ContiguousKV(100)
+    for s in range(4):
+        same.add(s, 1, 25)
+    same.free(1)
+    same.add("next", 1, 25)  # equal sizes: a freed reservation fits the next exactly
+    mixed = ContiguousKV(100)
+    for s, size in enumerate((20, 30, 20, 30)):
+        mixed.add(s, 1, size)
+    mixed.free(0)
+    mixed.free(2)
+    with pytest.raises(OutOfBlocks):  # 40 slots free, in two holes of 20
+        mixed.add("next", 1, 30)
