@@ -307,3 +307,23 @@ def test_first_figure_is_early_and_the_reading_line_names_no_handout():
     assert not re.search(r"handout|§|(?<![\d,])00\d\b|LLM-101", reading)
     assert text.rstrip().splitlines()[-1].startswith("    ")   # the notes close the chapter
     assert text.count('??? note "Notes on the sources (for instructors)"') == 1
+
+
+def test_going_further_short_contexts_turn_compute_bound_and_throughput_stops_growing():
+    s = v(context_len=1)
+    assert s["users_fit"] == 525_864 and s["compute_bound_batch"] == 154
+    assert s["users_fit"] > 1000 * s["compute_bound_batch"]
+    t256, t1024 = v(context_len=1, batch=256), v(context_len=1, batch=1024)
+    assert t256["bound"] == t1024["bound"] == "compute"
+    assert t256["tok_s_total"] == pytest.approx(t1024["tok_s_total"])
+    assert f"{t1024['tok_s_total']:,.0f}" == f"{t256['tok_s_total']:,.0f}"
+    assert v(context_len=1, batch=128)["tok_s_total"] < t256["tok_s_total"]
+
+
+def test_going_further_tensor_parallel_shares():
+    """Llama 3 70B does not fit on one A100 80 GB; its 8 key/value heads split whole over 8 cards."""
+    assert not v(preset="llama-3-70b")["weights_fit"]
+    cfg = PRESETS["llama-3-70b"]
+    assert cfg.n_kv_heads == 8 and cfg.n_heads % 8 == 0
+    w, c = dt.bytes_per_step(cfg, 1, 8192)
+    assert w / 8 < serving.CARDS["80"].memory_bytes     # an eighth of the weights fits on one card
