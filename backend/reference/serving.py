@@ -42,28 +42,64 @@ class Card:
     rounded to 0.01 GiB. Usable memory is less still: the CUDA context, activations, the serving
     runtime's own buffers and fragmentation all take part of it, so a count of users made from
     this total is an upper bound.
+
+    `bandwidth_gbs` and `peak_tflops` are the vendor's published figures (memory bandwidth in
+    GB/s = 10**9 bytes per second; dense bfloat16 tensor throughput in TFLOP/s, without the
+    "with sparsity" doubling; fp16 where the card has no bfloat16), named in `datasheet`. They
+    are ceilings no kernel reaches, which is why what is computed from them is a lower bound on
+    time. None where no single published figure describes the card (the generic 24 GB card).
     """
 
     name: str
     sold_gb: int  # the figure it is marketed by, in GB = 10**9 bytes
     reported_gib: str  # what CUDA/HIP reports as total, in GiB, as printed (2 decimals)
+    bandwidth_gbs: str | None = None  # published memory bandwidth, GB/s
+    peak_tflops: str | None = None  # published dense bf16 (or fp16) tensor peak, TFLOP/s
+    datasheet: str = ""  # where the two figures above are printed
 
     @property
     def memory_bytes(self) -> int:
         return int(Fraction(self.reported_gib) * GIB)
 
+    @property
+    def bandwidth(self) -> Fraction | None:
+        """Bytes per second."""
+        return None if self.bandwidth_gbs is None else Fraction(self.bandwidth_gbs) * 10**9
 
-# Keyed by the marketed GB. The reported totals are read off public PyTorch out-of-memory logs
-# of each card (the CUDA/HIP total; nvidia-smi's "MiB" total is a little larger still, e.g. an
-# H200's 143771MiB).
+    @property
+    def peak_flops(self) -> Fraction | None:
+        """FLOP per second."""
+        return None if self.peak_tflops is None else Fraction(self.peak_tflops) * 10**12
+
+
+# Keyed by the marketed GB (the H100, sold as 80 GB like the A100, is "80-h100"). The reported
+# totals are read off public PyTorch out-of-memory logs of each card (the CUDA/HIP total;
+# nvidia-smi's "MiB" total is a little larger still, e.g. an H200's 143771MiB). Bandwidth and
+# peak are the SXM/OAM versions' datasheet figures; the sparse-only "2x" figures are halved.
 CARDS: dict[str, Card] = {
-    "16": Card("T4 16 GB", 16, "14.74"),
+    "16": Card("T4 16 GB", 16, "14.74", "320", "65",
+               "NVIDIA T4 Tensor Core GPU datasheet: 320+ GB/s, 65 TFLOPS mixed-precision "
+               "FP16/FP32 (the T4 has no bfloat16)"),
     "24": Card("a 24 GB card", 24, "22.06"),
-    "40": Card("A100 40 GB", 40, "39.39"),
-    "48": Card("L40S 48 GB", 48, "44.39"),
-    "80": Card("A100 80 GB", 80, "79.15"),
-    "141": Card("H200 141 GB", 141, "139.80"),
-    "192": Card("MI300X 192 GB", 192, "191.98"),
+    "40": Card("A100 40 GB", 40, "39.39", "1555", "312",
+               "NVIDIA A100 Tensor Core GPU datasheet (40GB SXM): 1,555 GB/s, "
+               "BFLOAT16 Tensor Core 312 TFLOPS (624 with sparsity)"),
+    "48": Card("L40S 48 GB", 48, "44.39", "864", "362.05",
+               "NVIDIA L40S GPU datasheet: 864 GB/s, BF16 Tensor Core 362.05 TFLOPS "
+               "(733 with sparsity)"),
+    "80": Card("A100 80 GB", 80, "79.15", "2039", "312",
+               "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM): 2,039 GB/s, "
+               "BFLOAT16 Tensor Core 312 TFLOPS (624 with sparsity)"),
+    "80-h100": Card("H100 80 GB", 80, "79.11", "3350", "989.4",
+                    "NVIDIA H100 Tensor Core GPU datasheet (H100 SXM): 3.35 TB/s, BF16 Tensor "
+                    "Core 1,979 TFLOPS with sparsity; 989.4 dense in NVIDIA's H100 "
+                    "architecture whitepaper"),
+    "141": Card("H200 141 GB", 141, "139.80", "4800", "989.4",
+                "NVIDIA H200 Tensor Core GPU datasheet (H200 SXM): 4.8 TB/s, BF16 Tensor Core "
+                "1,979 TFLOPS with sparsity (the H100's compute: 989.4 dense)"),
+    "192": Card("MI300X 192 GB", 192, "191.98", "5300", "1307.4",
+                "AMD Instinct MI300X data sheet: 5.3 TB/s, 1,307.4 TFLOPS BF16 dense "
+                "(2,614.9 with sparsity)"),
 }
 
 

@@ -33,6 +33,7 @@ _MODULES = (  # in the order the book meets them
     "attention_cost",
     "kv_decode",
     "kv_cache",
+    "decode_roofline",
     "prefix_cache_cost",
     "paged_kv",
     "kv_levers",

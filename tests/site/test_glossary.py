@@ -114,6 +114,9 @@ def test_kv_cache_entry_points_at_the_kv_cache_chapter():
 @pytest.mark.parametrize("chapter, idents", [
     ("kv-cache.md", {"kv-cache", "prefill", "decode", "memory-bound", "arithmetic-intensity"}),
     ("cost.md", {"flashattention", "fused-kernel", "flop"}),
+    ("decode-time.md", {"ridge-point", "ttft", "tpot", "chunked-prefill", "speculative-decoding",
+                         "continuous-batching", "arithmetic-intensity", "memory-bound",
+                         "memory-bandwidth", "decode", "prefill"}),
     ("serving.md", {"prefix-caching", "rag", "gib", "memory-bandwidth", "fragmentation",
                     "decode", "prefill"}),
     ("paged-kv.md", {"block-table", "copy-on-write", "sliding-window-attention",
