@@ -327,6 +327,8 @@ def test_tiled_heads_send_query_head_1_to_kv_head_1():
 
 @pytest.mark.parametrize("n_kv", [1, 8])
 def test_repeat_kv_break_vanishes_with_one_or_all_kv_heads(n_kv):
+    """'move the key/value heads to 1, or to h (8 at the start values), and the logits agree again'"""
+    assert values()["n_heads"] == 8 and values()["n_kv"] == 2
     assert values(fault="repeat_kv", n_kv=n_kv)["max_abs_logit_diff"] == 0.0
 
 
