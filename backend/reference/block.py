@@ -17,11 +17,14 @@ from .norms import RMSNorm
 
 
 class DecoderBlock(nn.Module):
-    def __init__(self, config: ModelConfig, layer_idx: int = 0):
+    def __init__(self, config: ModelConfig, layer_idx: int = 0, fault: str = "none"):
         super().__init__()
-        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
-        self.attn = GroupedQueryAttention(config, layer_idx)
-        self.mlp_norm = RMSNorm(config.d_model, config.norm_eps)
+        upcast = fault != "norm_upcast"  # fault: one deliberately broken piece (model.FAULTS)
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps, upcast)
+        self.attn = GroupedQueryAttention(
+            config, layer_idx, rope_layout="interleaved" if fault == "rope_layout" else "half",
+            kv_order="tiled" if fault == "repeat_kv" else "grouped")
+        self.mlp_norm = RMSNorm(config.d_model, config.norm_eps, upcast)
         self.mlp = SwiGLU(config)
 
     # --8<-- [start:block_forward]
@@ -35,7 +38,7 @@ class DecoderBlock(nn.Module):
 
 
 def block_parameter_split(d_model: int, d_ff: int, kind: str = "gated", n_heads: int | None = None,
-                          n_kv_heads: int | None = None) -> dict[str, int]:
+                          n_kv_heads: int | None = None, by_matrix: bool = False) -> dict[str, int]:
     """Parameters of one block by part, counted from the real modules on the meta device.
 
     kind "gated" is the block above (SwiGLU); "plain" swaps in the two-matrix MLP without biases.
@@ -56,5 +59,10 @@ def block_parameter_split(d_model: int, d_ff: int, kind: str = "gated", n_heads:
     def count(m: nn.Module) -> int:
         return sum(p.numel() for p in m.parameters())
 
-    return {"attention": count(block.attn), "mlp": count(block.mlp),
-            "norms": count(block.attn_norm) + count(block.mlp_norm)}
+    split = {"attention": count(block.attn), "mlp": count(block.mlp),
+             "norms": count(block.attn_norm) + count(block.mlp_norm)}
+    if by_matrix:  # each matrix too, under its module name (q_proj .. o_proj; gate/up/down or fc1, fc2)
+        split.update({name: count(m) for name, m in (*block.attn.named_children(),
+                                                      *block.mlp.named_children())
+                      if isinstance(m, nn.Linear)})
+    return split

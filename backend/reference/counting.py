@@ -61,5 +61,21 @@ def count_parameters(config: ModelConfig) -> ParamCount:
 # --8<-- [end:count]
 
 
+# The finest split the widgets draw: each projection summed over all L layers, the norms together.
+MATRICES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@functools.lru_cache(maxsize=64)
+def count_by_matrix(config: ModelConfig) -> dict[str, int]:
+    """Parameters by matrix, from the same meta-device model: embedding, each attention and MLP
+    projection over all layers, the norms, and the LM head (0 when tied). Sums to the total."""
+    parts = dict.fromkeys(("embedding", *MATRICES, "norms", "lm_head"), 0)
+    for name, p in build_on_meta(config).named_parameters():
+        matrix = name.split(".")[-2]  # layers.3.attn.q_proj.weight -> q_proj
+        part = matrix if matrix in MATRICES else _component(name)
+        parts[part] += p.numel()
+    return parts
+
+
 def count_module(module: torch.nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())

@@ -2,13 +2,17 @@
 
 ``compare(config)`` returns a ``ParityReport`` (a dataclass; ``to_dict()`` for JSON) with the
 largest absolute differences in logits, loss, attention weights, logits through the KV cache and
-logits of a left-padded batch, and ``ok`` when every one is within tolerance. A widget or a test
+logits of a left-padded batch, and ``ok`` when every one is within tolerance; also where the
+logits part (per position, per layer's hidden state, and whether the top token changes).
+``fault`` breaks one piece of the book's model (``model.FAULTS``) to see where and how far it
+departs; ``dtype`` runs both models in bfloat16 instead of float32. A widget or a test
 calls it directly; ``python -m backend.reference.parity`` is the command-line front end.
 ``transformers`` is imported only inside functions, so importing this module is cheap.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import torch
@@ -18,7 +22,7 @@ from .config import ModelConfig
 from .counting import count_parameters
 from .model import DecoderLM, positions_from_mask
 
-LOGIT_TOLERANCE = 1e-5  # fp32; eager attention on both sides
+LOGIT_TOLERANCE = 1e-5  # fp32; eager attention on both sides (bf16: the same, see test_parity)
 LOSS_TOLERANCE = 1e-5
 ATTENTION_TOLERANCE = 1e-6  # weights lie in [0, 1]; fp32 softmax on both sides
 DECODE_STEPS = 16  # positions checked one at a time through the cache
@@ -53,15 +57,28 @@ def hf_state_dict(reference_state: dict) -> dict:
     return out
 
 
-def build_pair(config: ModelConfig, seed: int):
-    """The book's model with seeded random weights, and a LlamaForCausalLM holding the same weights."""
+def build_pair(config: ModelConfig, seed: int, fault: str = "none", dtype: torch.dtype = torch.float32):
+    """The book's model with seeded random weights, and a LlamaForCausalLM holding the same weights.
+
+    The weights are drawn from a private generator (never the global seed: requests run on
+    threads), N(0, 0.02) for every matrix as ``DecoderLM._init_weights`` does. Only parameters are
+    cast to ``dtype``: Llama's RoPE frequencies stay a float32 buffer, as when loading a checkpoint.
+    """
     with HF_IMPORT_LOCK:
         from transformers import LlamaForCausalLM
 
-    torch.manual_seed(seed)
-    ours = DecoderLM(config).eval()
+    ours = DecoderLM(config, fault).eval()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in ours.parameters():  # the tied head is one parameter, drawn once
+            if p.dim() == 2:
+                p.normal_(0.0, 0.02, generator=gen)
+            p.data = p.data.to(dtype)
     theirs = LlamaForCausalLM(hf_config(config)).eval()
     theirs.load_state_dict(hf_state_dict(ours.state_dict()), strict=True)
+    with torch.no_grad():
+        for p in theirs.parameters():
+            p.data = p.data.to(dtype)
     return ours, theirs
 
 
@@ -90,6 +107,11 @@ class ParityReport:
     tolerance: float  # logits (cached and padded too)
     attention_tolerance: float
     ok: bool
+    fault: str  # the piece of the book's model broken on purpose ("none": the model as written)
+    dtype: str
+    position_logit_diff: list  # (T,): largest |Δ logit| at each position, over the batch and vocabulary
+    position_argmax_changed: list  # (T,): True where some row's top token differs
+    layer_hidden_diff: list  # (L,): largest |Δ| of each layer's output hidden state
     max_abs_logit_diff: float  # last, so the JSON line ends with it (the README says so)
 
     def to_dict(self) -> dict:
@@ -98,16 +120,21 @@ class ParityReport:
 
 # --8<-- [start:compare]
 @torch.no_grad()
-def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 2) -> ParityReport:
+def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 2,
+            fault: str = "none", dtype: torch.dtype = torch.float32) -> ParityReport:
     """Run both models on the same random tokens; return the measured differences."""
-    ours, theirs = build_pair(config, seed)
+    ours, theirs = build_pair(config, seed, fault, dtype)
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, config.vocab_size, (batch, seq_len), generator=gen)
-    a = ours(ids, labels=ids, output_attentions=True)
-    b = theirs(input_ids=ids, labels=ids, output_attentions=True)
-    logit_diff = (a.logits - b.logits).abs().max().item()
+    with layer_outputs(ours.layers) as ha, layer_outputs(theirs.model.layers) as hb:
+        a = ours(ids, labels=ids, output_attentions=True)
+        b = theirs(input_ids=ids, labels=ids, output_attentions=True)
+    gap = (a.logits.float() - b.logits.float()).abs()  # (B, T, V)
+    logit_diff = gap.max().item()
+    changed = (a.logits.argmax(-1) != b.logits.argmax(-1)).any(dim=0)  # (T,)
+    layer_diff = [(x.float() - y.float()).abs().max().item() for x, y in zip(ha, hb)]
     loss_diff = abs(a.loss.item() - b.loss.item())
-    attn_diff = max((x - y).abs().max().item() for x, y in zip(a.attentions, b.attentions))
+    attn_diff = max((x.float() - y.float()).abs().max().item() for x, y in zip(a.attentions, b.attentions))
 
     # the same positions through the KV cache: prefill a prefix at once, then decode one token at a time
     prefix = max(1, seq_len - DECODE_STEPS)
@@ -115,7 +142,7 @@ def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 
     cached_logits = [ours(ids[:, :prefix], cache=cache).logits]
     for t in range(prefix, seq_len):
         cached_logits.append(ours(ids[:, t : t + 1], cache=cache).logits)
-    cached_diff = (torch.cat(cached_logits, dim=1) - b.logits).abs().max().item()
+    cached_diff = (torch.cat(cached_logits, dim=1).float() - b.logits.float()).abs().max().item()
 
     # a left-padded batch: HF's forward is given the positions its generate() would compute
     mask = left_pad_mask(batch, seq_len)
@@ -124,8 +151,8 @@ def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 
     pb = theirs(input_ids=padded, attention_mask=mask, position_ids=positions_from_mask(mask, seq_len),
                 output_attentions=True)
     real = mask.bool()  # (B, T): pads' own outputs are never read, so only real positions count
-    padded_diff = (pa.logits - pb.logits).abs()[real].max().item()
-    attn_diff = max(attn_diff, *((x - y).abs()[real[:, None, :, None].expand_as(x)].max().item()
+    padded_diff = (pa.logits.float() - pb.logits.float()).abs()[real].max().item()
+    attn_diff = max(attn_diff, *((x.float() - y.float()).abs()[real[:, None, :, None].expand_as(x)].max().item()
                                  for x, y in zip(pa.attentions, pb.attentions)))
 
     ok = (max(logit_diff, cached_diff, padded_diff) <= LOGIT_TOLERANCE and loss_diff <= LOSS_TOLERANCE
@@ -136,6 +163,22 @@ def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 
         loss=a.loss.item(), hf_loss=b.loss.item(), abs_loss_diff=loss_diff,
         max_abs_attention_diff=attn_diff, max_abs_cached_logit_diff=cached_diff,
         max_abs_padded_logit_diff=padded_diff, tolerance=LOGIT_TOLERANCE,
-        attention_tolerance=ATTENTION_TOLERANCE, ok=ok, max_abs_logit_diff=logit_diff,
+        attention_tolerance=ATTENTION_TOLERANCE, ok=ok, fault=fault, dtype=str(dtype).removeprefix("torch."),
+        position_logit_diff=gap.amax(dim=(0, 2)).tolist(), position_argmax_changed=changed.tolist(),
+        layer_hidden_diff=layer_diff, max_abs_logit_diff=logit_diff,
     )
 # --8<-- [end:compare]
+
+
+@contextmanager
+def layer_outputs(layers):
+    """Collect each layer's output hidden state (B, T, d) during one forward, via hooks on these
+    modules, removed on exit. Only for the private pair ``build_pair`` made for one request."""
+    seen: list[torch.Tensor] = []
+    hooks = [m.register_forward_hook(lambda _m, _i, out: seen.append(out[0] if isinstance(out, tuple) else out))
+             for m in layers]
+    try:
+        yield seen
+    finally:
+        for h in hooks:
+            h.remove()

@@ -17,6 +17,9 @@ from backend.reference.residual import WIRINGS, activation_norms, gradient_by_la
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
+MLP_MATRICES = ("gate_proj", "up_proj", "down_proj", "fc1", "fc2")
+SHORT = {"q_proj": "Q", "k_proj": "K", "v_proj": "V", "o_proj": "O", "gate_proj": "gate",
+         "up_proj": "up", "down_proj": "down", "fc1": "W₁", "fc2": "W₂"}
 HEAD_DIM = 128  # Llama's head width: n_heads = d / 128 (Llama-2-7B and Llama-3-8B: 32 heads)
 D_MIN, D_MAX = 128, 16384
 
@@ -122,17 +125,21 @@ def _first_all_zero_layer(depth: int, d: int, d_ff: int, seed: int = 0) -> int:
 def compute(params: dict) -> dict:
     d, d_ff, kind, n_kv = params["d_model"], params["d_ff"], params["kind"], params["n_kv_heads"]
     heads = {"n_heads": d // HEAD_DIM, "n_kv_heads": n_kv}
-    gated = block_parameter_split(d, d_ff, "gated", **heads)
-    plain = block_parameter_split(d, d_ff, "plain", **heads)
+    gated = block_parameter_split(d, d_ff, "gated", by_matrix=True, **heads)
+    plain = block_parameter_split(d, d_ff, "plain", by_matrix=True, **heads)
     split = gated if kind == "gated" else plain
+    totals = {k: split[k] for k in ("attention", "mlp", "norms")}
     values = {
         "params_gated": gated["mlp"],
         "params_plain": plain["mlp"],
         "d_ff_equal_params": gated_width_for_equal_params(d_ff),
         "ratio_to_d": d_ff / d,
-        "mlp_share": split["mlp"] / sum(split.values()),
-        "mlp_share_gated": gated["mlp"] / sum(gated.values()),
-        "mlp_share_plain": plain["mlp"] / sum(plain.values()),
+        "mlp_share": split["mlp"] / sum(totals.values()),
+        "mlp_share_gated": gated["mlp"] / (gated["attention"] + gated["mlp"] + gated["norms"]),
+        "mlp_share_plain": plain["mlp"] / (plain["attention"] + plain["mlp"] + plain["norms"]),
+        # one block by matrix (this kind): q/k/v/o_proj, then gate/up/down_proj or fc1/fc2
+        **{f"block_{k}": n for k, n in split.items() if k not in totals},
+        "largest_mlp_matrix": max(n for k, n in split.items() if k in MLP_MATRICES),
         "attention_params": split["attention"],
         "n_heads": d // HEAD_DIM,
         "n_kv_heads": n_kv,
@@ -161,17 +168,14 @@ def _figure(d, d_ff, kind, v, split) -> dict:
          "y": [v["params_plain"], v["params_plain"]], "name": "same count, gated width",
          "line": {"color": guide, "dash": "dash"}, "marker": {"size": 7, "color": guide},
          "hovertemplate": "d_ff=%{x:,.0f}: %{y:,}<extra></extra>"},
-        {"type": "bar", "x": ["attention", "MLP", "norms"],
-         "y": [split["attention"], split["mlp"], split["norms"]], "xaxis": "x2", "yaxis": "y2",
-         "marker": {"color": [COLORS["purple"], gated_c if kind == "gated" else plain_c, guide]},
-         "name": "one block", "showlegend": False,
-         "hovertemplate": "%{x}: %{y:,}<extra></extra>"},
+        *_block_segments(split, kind),
     ]
     layout = base_layout(
         420,
         xaxis={"domain": [0, 0.6], "title": {"text": "MLP width d_ff"}, "rangemode": "tozero"},
         yaxis={"title": {"text": "MLP parameters"}, "rangemode": "tozero", "automargin": True},
         xaxis2={"domain": [0.72, 1], "anchor": "y2", "type": "category"},
+        barmode="stack",
         yaxis2={"anchor": "x2", "title": {"text": "parameters in one block"}, "rangemode": "tozero",
                 "automargin": True},
         annotations=[
@@ -188,6 +192,28 @@ def _figure(d, d_ff, kind, v, split) -> dict:
               "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
                               {**layout["annotations"][1], "x": 0.5, "y": 0.4}]}
     return {"data": data, "layout": layout, "narrow": narrow}
+
+
+def _block_segments(split: dict, kind: str) -> list[dict]:
+    """One block's bars, each cut into its matrices: Q, K, V, O on attention; gate, up, down (or
+    the plain MLP's two) on the MLP; the norms' two gains. Stacked, one trace per matrix."""
+    mlp_c = COLORS["scaled"] if kind == "gated" else COLORS["unscaled"]
+    tones = {"q_proj": COLORS["purple"], "k_proj": COLORS["brown"], "v_proj": COLORS["pink"],
+             "o_proj": COLORS["purple"]}
+    out = []
+    for name, n in split.items():
+        if name in ("attention", "mlp", "norms"):
+            continue
+        bar = "MLP" if name in MLP_MATRICES else "attention"
+        out.append({"type": "bar", "x": [bar], "y": [n], "xaxis": "x2", "yaxis": "y2",
+                    "name": SHORT[name], "showlegend": False, "text": [SHORT[name]],
+                    "textposition": "inside", "insidetextanchor": "middle",
+                    "marker": {"color": tones.get(name, mlp_c), "line": {"width": 1, "color": COLORS["guide"]}},
+                    "hovertemplate": f"{bar} {SHORT[name]}: %{{y:,}}<extra></extra>"})
+    out.append({"type": "bar", "x": ["norms"], "y": [split["norms"]], "xaxis": "x2", "yaxis": "y2",
+                "name": "norms", "showlegend": False, "marker": {"color": COLORS["guide"]},
+                "hovertemplate": "norms: %{y:,}<extra></extra>"})
+    return out
 
 
 def _summary(d, d_ff, kind, v) -> str:

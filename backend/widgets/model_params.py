@@ -24,7 +24,7 @@ import torch
 
 from backend.bookmodel import WEIGHTS_DIR
 from backend.reference.config import ModelConfig
-from backend.reference.counting import build_on_meta, count_parameters
+from backend.reference.counting import build_on_meta, count_by_matrix, count_parameters
 from backend.reference.presets import PRESETS
 from backend.widgets.shapes import check_heads, heads_depend_on_width, kv_depend_on_heads
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
@@ -145,6 +145,42 @@ def kv_cache_bytes_per_token(cfg: ModelConfig, bytes_per_value: int = 2) -> int:
     return 2 * cfg.n_layers * cfg.n_kv_heads * cfg.d_head * bytes_per_value
 
 
+# Each bar of the figure, cut into the matrices it holds: (row, part, short label, colour)
+MATRIX_LABELS = {"q_proj": "Q", "k_proj": "K", "v_proj": "V", "o_proj": "O",
+                 "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
+SEGMENTS = (("embedding", "embedding", "embedding", SERIES[0]),
+            ("attention", "q_proj", "Q", SERIES[1]), ("attention", "k_proj", "K", COLORS["purple"]),
+            ("attention", "v_proj", "V", COLORS["brown"]), ("attention", "o_proj", "O", SERIES[1]),
+            ("MLP", "gate_proj", "gate", SERIES[2]), ("MLP", "up_proj", "up", SERIES[2]),
+            ("MLP", "down_proj", "down", SERIES[2]),
+            ("norms", "norms", "norms", COLORS["guide"]), ("LM head", "lm_head", "LM head", SERIES[4]))
+
+
+def _stacked(cfg: ModelConfig, c, m: dict) -> list[dict]:
+    """One trace per segment: the embedding, Q/K/V/O stacked on the attention bar, gate/up/down on
+    the MLP bar, the norms, the head (a tied head draws nothing and says so)."""
+    L, d, dk = cfg.n_layers, cfg.d_model, cfg.d_head
+    shapes = {"q_proj": f"{L} × ({cfg.n_heads}·{dk}) × {d}", "k_proj": f"{L} × ({cfg.n_kv_heads}·{dk}) × {d}",
+              "v_proj": f"{L} × ({cfg.n_kv_heads}·{dk}) × {d}", "o_proj": f"{L} × {d} × ({cfg.n_heads}·{dk})",
+              "gate_proj": f"{L} × {cfg.d_ff} × {d}", "up_proj": f"{L} × {cfg.d_ff} × {d}",
+              "down_proj": f"{L} × {d} × {cfg.d_ff}", "embedding": f"{cfg.vocab_size} × {d}",
+              "norms": f"({2 * L} + 1) × {d}",
+              "lm_head": "tied: the embedding" if cfg.tie_embeddings else f"{cfg.vocab_size} × {d}"}
+    traces = []
+    for i, (row, part, label, color) in enumerate(SEGMENTS):
+        n = m[part]
+        traces.append({
+            "type": "bar", "orientation": "h", "y": [row], "x": [n / 1e6], "name": label,
+            "marker": {"color": color, "line": {"width": 1, "color": COLORS["guide"]}},
+            "text": ["tied: counted once, as the embedding" if part == "lm_head" and cfg.tie_embeddings
+                     else f"{label} {n / c.total:.1%}" if part in MATRIX_LABELS else f"{n / c.total:.1%}"],
+            "textposition": "inside" if part in MATRIX_LABELS else "auto", "insidetextanchor": "middle",
+            "customdata": [shapes[part]],
+            "hovertemplate": f"{label}: %{{x:,.1f}}M parameters (%{{customdata}})<extra></extra>",
+        })
+    return traces
+
+
 def _total(preset: str) -> int:
     return count_parameters(CHOICES[preset]).total
 
@@ -181,6 +217,11 @@ def compute(params: dict) -> dict:
     }
     values["approx_error"] = (values["approx_12d2"] - c.total) / c.total  # < 0: the rule is short
     values["approx_off"] = abs(values["approx_error"])
+    m = count_by_matrix(cfg)  # the same model, split one matrix finer
+    values.update({f"{k}_params": n for k, n in m.items() if k in MATRIX_LABELS})
+    values.update({f"share_{k}": n / c.total for k, n in m.items()})
+    values["share_attention"], values["share_mlp"] = c.attention / c.total, c.mlp / c.total
+    values["k_over_q"] = m["k_proj"] / m["q_proj"]
     parts = [("embedding", c.embedding, SERIES[0]), ("attention", c.attention, SERIES[1]),
              ("MLP", c.mlp, SERIES[2]), ("norms", c.norms, COLORS["guide"]),
              ("LM head", c.lm_head, SERIES[4])]
@@ -188,19 +229,14 @@ def compute(params: dict) -> dict:
             if all(getattr(pc, f) == getattr(cfg, f) for f in FIELDS.values())]
     label = name if name != CUSTOM else ("custom (as " + same[0] + ")" if same else "custom config")
     fig = {
-        "data": [{
-            "type": "bar", "orientation": "h", "y": [p[0] for p in parts],
-            "x": [p[1] / 1e6 for p in parts], "marker": {"color": [p[2] for p in parts]},
-            "text": [f"{p[1] / c.total:.1%}" for p in parts], "textposition": "auto",
-            "hovertemplate": "%{y}: %{x:,.1f}M parameters<extra></extra>",
-        }],
+        "data": _stacked(cfg, c, m),
         "layout": {
             "title": {"text": f"{label}: {human(c.total)} parameters"
                               + (" (head tied)" if cfg.tie_embeddings else "")},
             "xaxis": {"title": {"text": "parameters (millions)"}, "rangemode": "tozero"},
             "yaxis": {"autorange": "reversed", "automargin": True},
             "margin": {"l": 90, "r": 20, "t": 50, "b": 50},
-            "showlegend": False,
+            "showlegend": False, "barmode": "stack", "uniformtext": {"minsize": 9, "mode": "hide"},
         },
         # under 560 px the runtime sets margin.l to 45: automargin widens it to fit "embedding"
         "narrow": {"yaxis": {"automargin": True, "tickfont": {"size": 11}},
@@ -214,7 +250,10 @@ def compute(params: dict) -> dict:
     table = {
         "caption": f"Parameters of {label} by part",
         "columns": ["part", "parameters", "share"],
-        "rows": [[p[0], f"{p[1]:,}", f"{p[1] / c.total:.2%}"] for p in parts]
+        "rows": [[p[0], f"{p[1]:,}", f"{p[1] / c.total:.2%}"] for p in parts[:1]]
+                + [[f"attention {MATRIX_LABELS[k]}" if k[0] in "qkvo" else f"MLP {MATRIX_LABELS[k]}",
+                    f"{m[k]:,}", f"{m[k] / c.total:.2%}"] for k in MATRIX_LABELS]
+                + [[p[0], f"{p[1]:,}", f"{p[1] / c.total:.2%}"] for p in parts[3:]]
                 + [["total", f"{c.total:,}", "100%"]],
     }
     out = {"values": values, "figure": fig, "summary": summary, "table": table}

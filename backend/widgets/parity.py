@@ -4,7 +4,10 @@
 into the installed `transformers.LlamaForCausalLM` (eager attention) and runs
 `backend.reference.llama_compare.compare`: the largest absolute differences in logits,
 attention weights, logits decoded one token at a time through the book's KV cache (against
-Llama's full forward), logits of a left-padded batch, and the loss. The work is bounded by the
+Llama's full forward), logits of a left-padded batch, and the loss. The `fault` control breaks
+one piece of the book's model (a switch in the reference code, `model.FAULTS`) and the figure
+shows where the logits part from Llama's: |Δ logit| at each position, and each layer's hidden
+state. `dtype` runs both in bfloat16, where the RMSNorm's float32 upcast starts to matter. The work is bounded by the
 slider ranges and a parameter budget (a spec `Limit`: each slider that grows the model stops at
 the budget, on the page and in the API), so one request answers in about a second on a CPU.
 """
@@ -14,9 +17,12 @@ from __future__ import annotations
 import math
 import os
 
+import torch
+
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_parameters
 from backend.reference.llama_compare import ATTENTION_TOLERANCE, LOGIT_TOLERANCE, LOSS_TOLERANCE, compare
+from backend.reference.model import FAULTS
 from backend.widgets.shapes import check_heads
 from backend.widgets.spec import Depends, Limit, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES
@@ -28,6 +34,14 @@ MAX_PARAMS = 1_000_000  # two float32 copies and a 64-token batch: about a secon
 FLOOR = 1e-10  # where an exact 0 is drawn on the log axis
 WIDTHS = range(16, 257, 16)  # the width slider's values
 HEADS = range(1, 17)  # the query-head slider's values
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+BROKEN = {  # fault -> what the book's model does instead (the figure's and summary's words)
+    "none": "nothing broken",
+    "rope_layout": "RoPE on adjacent pairs",
+    "norm_upcast": "RMSNorm without the float32 upcast",
+    "repeat_kv": "K/V heads tiled (repeat, not repeat_interleave)",
+    "causal_mask": "no causal mask",
+}
 
 
 def head_counts(d: int) -> tuple[int, ...]:
@@ -81,6 +95,12 @@ SPEC = WidgetSpec(
         Param("tied", "tie the LM head to the embedding", "bool", default=False),
         Param("seq_len", "tokens T", "int", default=16, min=2, max=64, step=1),
         Param("seed", "seed (weights and tokens)", "int", default=0, min=0, max=999, step=1),
+        Param("fault", "break one piece", "choice", default="none", options=FAULTS,
+              help="none; rope_layout: RoPE rotates adjacent pairs instead of rotate-half; "
+                   "norm_upcast: RMSNorm computed in the input dtype; repeat_kv: K/V heads tiled "
+                   "in the wrong order; causal_mask: every position sees the future."),
+        Param("dtype", "number format", "choice", default="float32", options=tuple(DTYPES),
+              help="Both models' weights and activations."),
     ),
     outputs=(
         Output("max_abs_logit_diff", "largest |Δ logit|", ".1e"),
@@ -89,7 +109,9 @@ SPEC = WidgetSpec(
         Output("max_abs_padded_logit_diff", "largest |Δ logit|, left-padded batch", ".1e"),
         Output("abs_loss_diff", "|Δ loss|", ".1e"),
     ),
-    bake=({"n_kv": 8}, {"n_kv": 1}, {"tied": True}, {"seq_len": 64}),
+    bake=({"n_kv": 8}, {"n_kv": 1}, {"tied": True}, {"seq_len": 64},
+          *({"fault": f} for f in FAULTS[1:]), {"dtype": "bfloat16"},
+          {"dtype": "bfloat16", "fault": "norm_upcast"}),
     cost_hint="heavy",
 )
 
@@ -114,9 +136,12 @@ def config_of(params: dict) -> ModelConfig:
 
 def compute(params: dict) -> dict:
     cfg = config_of(params)
-    r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"])
+    fault, dtype = params["fault"], params["dtype"]
+    r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"], fault=fault, dtype=DTYPES[dtype])
     import transformers
 
+    per_pos, per_layer, changed = r.position_logit_diff, r.layer_hidden_diff, r.position_argmax_changed
+    over = [t for t, g in enumerate(per_pos) if g > LOGIT_TOLERANCE]
     values = {
         "max_abs_logit_diff": r.max_abs_logit_diff,
         "max_abs_attention_diff": r.max_abs_attention_diff,
@@ -129,47 +154,92 @@ def compute(params: dict) -> dict:
         "loss_tolerance": LOSS_TOLERANCE, "max_params": MAX_PARAMS,
         "ok": r.ok, "transformers_version": transformers.__version__,
         "uniform_loss": math.log(cfg.vocab_size),
+        "fault": fault, "dtype": dtype, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
+        "n_kv": cfg.n_kv_heads, "seq_len": params["seq_len"],
+        "position_logit_diff": per_pos, "layer_hidden_diff": per_layer,
+        "position_argmax_changed": changed,
+        "first_logit_diff": per_pos[0], "last_logit_diff": per_pos[-1],
+        "n_positions_over_tolerance": len(over), "n_positions": len(per_pos),
+        "n_positions_argmax_changed": sum(changed),
+        "first_layer_hidden_diff": per_layer[0], "last_layer_hidden_diff": per_layer[-1],
     }
-    bars = [("logits", r.max_abs_logit_diff, LOGIT_TOLERANCE),
+    return {"values": values, "figure": _figure(params, r, values, transformers.__version__),
+            "summary": _summary(params, r, values), "table": _table(r)}
+
+
+def _bars(r) -> list[tuple[str, float, float]]:
+    return [("logits", r.max_abs_logit_diff, LOGIT_TOLERANCE),
             ("attention weights", r.max_abs_attention_diff, ATTENTION_TOLERANCE),
             ("cached decode", r.max_abs_cached_logit_diff, LOGIT_TOLERANCE),
             ("left-padded", r.max_abs_padded_logit_diff, LOGIT_TOLERANCE),
             ("loss", r.abs_loss_diff, LOSS_TOLERANCE)]
-    names = [b[0].replace(" ", "<br>") for b in bars]  # two short lines: no rotated labels on a phone
-    fig = {
-        "data": [
-            {"type": "bar", "x": names, "y": [max(b[1], FLOOR) for b in bars], "name": "measured",
-             "marker": {"color": [SERIES[0] if b[1] <= b[2] else COLORS["unscaled"]
-                                  for b in bars]},
-             "text": ["0 (identical)" if b[1] == 0 else f"{b[1]:.1e}" for b in bars],
-             "textposition": "outside", "cliponaxis": False,
-             "hovertemplate": "%{x}: %{text}<extra></extra>"},
-            {"type": "scatter", "mode": "markers", "x": names, "y": [b[2] for b in bars],
-             "name": "tolerance", "marker": {"symbol": "line-ew-open", "size": 28,
-                                              "color": COLORS["guide"], "line": {"width": 2}},
-             "hovertemplate": "%{x}: tolerance %{y:.0e}<extra></extra>"},
-        ],
-        "layout": {
-            "title": {"text": f"book vs transformers {transformers.__version__}: "
-                              + ("all within tolerance" if r.ok else "outside tolerance")},
-            "yaxis": {"type": "log", "range": [-10.5, -3], "title": {"text": "largest |difference|"},
-                      "exponentformat": "power"},
-            "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
-            "xaxis": {"tickangle": 0},
-            "legend": {"orientation": "h", "y": -0.25},
-        },
-        "narrow": {"margin": {"l": 55, "r": 8, "b": 80}, "title": {"font": {"size": 12}},
-                   "xaxis": {"tickangle": 0, "tickfont": {"size": 10}},
-                   "legend": {"orientation": "h", "y": -0.35}},
+
+
+def _figure(params, r, v, hf_version) -> dict:
+    """|Δ logit| against position (left; the top token's changes marked), each layer's hidden-state
+    gap (right), on one log axis; exact zeros are drawn at FLOOR and labelled 0."""
+    T, L = len(r.position_logit_diff), len(r.layer_hidden_diff)
+    pos = list(range(T))
+    changed = [t for t in pos if r.position_argmax_changed[t]]
+    y = [max(g, FLOOR) for g in r.position_logit_diff]
+    text = ["0 (identical)" if g == 0 else f"{g:.1e}" for g in r.position_logit_diff]
+    top = max([*r.position_logit_diff, *r.layer_hidden_diff, LOGIT_TOLERANCE])
+    data = [
+        {"type": "scatter", "mode": "lines+markers", "x": pos, "y": y, "text": text,
+         "name": "|Δ logit| at each position", "line": {"color": SERIES[0], "width": 2},
+         "hovertemplate": "position %{x}: %{text}<extra></extra>"},
+        {"type": "scatter", "mode": "markers", "x": changed, "y": [y[t] for t in changed],
+         "name": "top token changes", "marker": {"symbol": "x", "size": 11, "color": COLORS["unscaled"]},
+         "hovertemplate": "position %{x}: the most likely next token differs<extra></extra>"},
+        {"type": "scatter", "mode": "lines", "x": [0, T - 1], "y": [LOGIT_TOLERANCE] * 2,
+         "name": "tolerance", "line": {"color": COLORS["guide"], "dash": "dash"},
+         "hovertemplate": "tolerance %{y:.0e}<extra></extra>"},
+        {"type": "bar", "x": [f"layer {i}" for i in range(L)],
+         "y": [max(g, FLOOR) for g in r.layer_hidden_diff], "xaxis": "x2", "yaxis": "y2",
+         "name": "each layer's output, largest |Δ|", "marker": {"color": COLORS["purple"]},
+         "text": ["0" if g == 0 else f"{g:.1e}" for g in r.layer_hidden_diff],
+         "hovertemplate": "%{x}: %{text}<extra></extra>"},
+    ]
+    yrange = [-10.5, max(-3.0, math.log10(top) + 0.5)]
+    verdict = "all within tolerance" if r.ok else "outside tolerance"
+    layout = {
+        "title": {"text": f"{BROKEN[params['fault']]}, {params['dtype']}: {verdict}"},
+        "xaxis": {"domain": [0, 0.62], "title": {"text": "position t"}},
+        "yaxis": {"type": "log", "range": yrange, "title": {"text": "largest |difference|"},
+                  "exponentformat": "power"},
+        "xaxis2": {"domain": [0.72, 1], "anchor": "y2", "type": "category"},
+        "yaxis2": {"type": "log", "range": yrange, "anchor": "x2", "exponentformat": "power"},
+        "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
+        "legend": {"orientation": "h", "y": -0.25},
+        "annotations": [{"text": f"vs transformers {hf_version}", "showarrow": False, "x": 1,
+                         "y": 1.02, "xref": "paper", "yref": "paper", "xanchor": "right",
+                         "font": {"size": 11}}],
     }
-    summary = (f"With the same {r.n_params:,} weights and {params['seq_len']} tokens, the largest logit "
-               f"difference is {r.max_abs_logit_diff:.1e}, the largest attention-weight difference "
-               f"{r.max_abs_attention_diff:.1e}, and decoding through the book's cache differs from "
-               f"Llama's full forward by at most {r.max_abs_cached_logit_diff:.1e}: "
-               + ("every one within tolerance." if r.ok else "not all within tolerance."))
-    table = {
+    narrow = {"height": 640, "margin": {"l": 55, "r": 8, "b": 80}, "title": {"font": {"size": 12}},
+              "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.5, 1]},
+              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.3]},
+              "legend": {"orientation": "h", "y": 0.42, "yanchor": "top"}}
+    return {"data": data, "layout": layout, "narrow": narrow}
+
+
+def _summary(params, r, v) -> str:
+    head = (f"With the same {r.n_params:,} weights and {params['seq_len']} tokens in {params['dtype']}"
+            + (f", and the book's model broken ({BROKEN[params['fault']]})" if params["fault"] != "none" else "")
+            + f", the largest logit difference is {r.max_abs_logit_diff:.1e}")
+    if r.ok:
+        return (head + f", the largest attention-weight difference {r.max_abs_attention_diff:.1e}, and "
+                f"decoding through the book's cache differs from Llama's full forward by at most "
+                f"{r.max_abs_cached_logit_diff:.1e}: every one within tolerance.")
+    return (head + f": {v['n_positions_over_tolerance']} of {v['n_positions']} positions are outside "
+            f"the tolerance (position 0: {v['first_logit_diff']:.1e}, the last: {v['last_logit_diff']:.1e}), "
+            f"the most likely next token changes at {v['n_positions_argmax_changed']}, and the hidden "
+            f"state differs by {v['first_layer_hidden_diff']:.1e} after layer 0 and "
+            f"{v['last_layer_hidden_diff']:.1e} after the last layer.")
+
+
+def _table(r) -> dict:
+    return {
         "caption": "Largest absolute differences, book's model vs LlamaForCausalLM",
         "columns": ["quantity", "largest |difference|", "tolerance"],
-        "rows": [[b[0], f"{b[1]:.2e}", f"{b[2]:.0e}"] for b in bars],
+        "rows": [[b[0], f"{b[1]:.2e}", f"{b[2]:.0e}"] for b in _bars(r)],
     }
-    return {"values": values, "figure": fig, "summary": summary, "table": table}

@@ -242,3 +242,16 @@ def test_the_rows_length_is_not_what_the_upcast_is_for(d):
     got = x.pow(2).mean(-1).double()  # the squares, their mean: all bfloat16 tensors
     rel = ((got - exact).abs() / exact).max().item()
     assert rel < 2 * torch.finfo(torch.bfloat16).eps  # a rounding or two, whatever the width
+
+
+def test_block_cut_into_matrices():
+    """'At the start values each MLP matrix alone outweighs the whole attention, in which W_K and
+    W_V are a quarter of W_Q. At Llama-2-7B's setting the attention outweighs any one MLP matrix,
+    though not the three together.'"""
+    v = run(mlp)
+    assert v["block_gate_proj"] == v["block_up_proj"] == v["block_down_proj"] == v["largest_mlp_matrix"]
+    assert v["largest_mlp_matrix"] > v["attention_params"]
+    assert v["block_k_proj"] * 4 == v["block_v_proj"] * 4 == v["block_q_proj"]
+    l2 = run(mlp, n_kv_heads=32, d_ff=11008)
+    assert l2["largest_mlp_matrix"] < l2["attention_params"] < 3 * l2["largest_mlp_matrix"]
+    assert l2["attention_params"] == sum(l2[f"block_{k}"] for k in ("q_proj", "k_proj", "v_proj", "o_proj"))

@@ -183,3 +183,22 @@ def test_seeds_agree_when_cold_and_scatter_when_hot():
     assert tails.most_common(1)[0][1] >= 0.8 * len(words)  # "for almost every seed"
     hot = [sa(temperature=2.0, seed=k)["continuation"] for k in range(5)]
     assert len(set(hot)) == 5
+
+
+def test_where_the_parameters_sit_matrix_by_matrix():
+    """'Llama-3-8B: its three MLP matrices hold X, more than two thirds, and the attention Y, less
+    than a quarter of that; W_K and W_V are each 0.25 of W_Q: 8 key/value
+    heads serve 32 query heads. In Llama-2-7B ... the four attention matrices are equal'."""
+    v = mp(preset="llama-3-8b")
+    assert v["share_mlp"] > 2 / 3
+    assert v["share_attention"] < v["share_mlp"] / 4
+    assert v["k_over_q"] == v["v_proj_params"] / v["q_proj_params"] == 8 / 32
+    assert (v["n_kv"], v["n_heads"]) == (8, 32)
+    l2 = mp(preset="llama-2-7b")
+    assert l2["q_proj_params"] == l2["k_proj_params"] == l2["v_proj_params"] == l2["o_proj_params"]
+    assert l2["share_attention"] == pytest.approx(l2["attention"] / l2["total_params"])
+    # the parts the bars are cut into add up to the widget's totals
+    for name in ("llama-3-8b", "llama-3.2-1b", "book"):
+        w = mp(preset=name)
+        assert sum(w[f"{k}_params"] for k in ("q_proj", "k_proj", "v_proj", "o_proj")) == w["attention"]
+        assert sum(w[f"{k}_params"] for k in ("gate_proj", "up_proj", "down_proj")) == w["mlp"]

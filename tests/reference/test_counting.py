@@ -45,3 +45,26 @@ def test_meta_forward_gives_shapes_without_memory():
     ids = torch.zeros(1, 6, dtype=torch.long, device="meta")
     assert model(ids).logits.shape == (1, 6, 128256)
     assert model(ids, logits_to_keep=1).logits.shape == (1, 1, 128256)
+
+
+@pytest.mark.parametrize("preset", ["llama-3-8b", "llama-3.2-1b", "llama-2-70b"])
+def test_count_by_matrix_matches_transformers_on_meta(preset):
+    """An independent count: transformers' own LlamaForCausalLM built on the meta device from a
+    LlamaConfig, its parameters summed by module name, part by part (a tied head counted once)."""
+    from backend.reference.counting import count_by_matrix
+    from backend.reference.llama_compare import hf_config
+    from backend.reference.presets import get_preset
+    from transformers import LlamaForCausalLM
+
+    cfg = get_preset(preset)
+    with torch.device("meta"):
+        hf = LlamaForCausalLM(hf_config(cfg))
+    theirs = dict.fromkeys(("embedding", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                            "up_proj", "down_proj", "norms", "lm_head"), 0)
+    for name, p in hf.named_parameters():  # a tied lm_head.weight is the embedding: listed once
+        leaf = name.split(".")[-2]
+        part = ("embedding" if leaf == "embed_tokens" else "lm_head" if leaf == "lm_head"
+                else "norms" if "norm" in leaf else leaf)
+        theirs[part] += p.numel()
+    assert count_by_matrix(cfg) == theirs
+    assert sum(theirs.values()) == sum(p.numel() for p in hf.parameters())

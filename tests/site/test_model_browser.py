@@ -25,7 +25,8 @@ def test_model_params_presets_and_custom(page, server):
     page.wait_for_function(f"document.querySelector('{MP}').dataset.source === 'live'", timeout=20_000)
     page.wait_for_function(f"""() => document.querySelector('{MP} .tw-value[data-name="total_params"] dd')
         .textContent.trim() !== '68,976,648,192'""", timeout=20_000)
-    assert page.evaluate(f"document.querySelector('{MP} .tw-plot').data[0].x.length") == 5
+    # one stacked segment per part: embedding, Q, K, V, O, gate, up, down, norms, LM head
+    assert page.evaluate(f"document.querySelector('{MP} .tw-plot').data.length") == 10
 
 
 def test_sampling_moves_live(page, server):

@@ -119,7 +119,18 @@ def test_result_has_summary_table_and_phone_layout(client):
     body = post(client, preset="llama-3-8b")
     assert "8,030,261,248" in body["summary"]
     assert body["table"]["rows"][-1][1] == "8,030,261,248"
-    assert "narrow" in body["figure"] and len(body["figure"]["data"][0]["x"]) == 5
+    assert "narrow" in body["figure"]
+    data = body["figure"]["data"]  # one stacked segment per part: Q/K/V/O and gate/up/down split
+    assert [t["name"] for t in data] == ["embedding", "Q", "K", "V", "O", "gate", "up", "down",
+                                         "norms", "LM head"]
+    assert {t["y"][0] for t in data} == {"embedding", "attention", "MLP", "norms", "LM head"}
+    assert sum(t["x"][0] for t in data) * 1e6 == pytest.approx(8_030_261_248)
+    assert body["figure"]["layout"]["barmode"] == "stack"
+
+
+def test_tied_head_draws_nothing_and_says_so(client):
+    head = post(client, preset="llama-3.2-1b")["figure"]["data"][-1]
+    assert head["x"] == [0] and head["text"][0].startswith("tied")
 
 
 @pytest.mark.parametrize("params, title", [

@@ -31,7 +31,10 @@ def test_named_values_and_contract(client):
     assert v["cached_vs_uncached_diff"] <= LOGIT_TOLERANCE
     assert v["n_params"] == v["hf_n_params"]  # the same modules on both sides, counted twice
     assert v["ok"] is True
-    assert out["summary"] and out["table"]["rows"] and len(out["figure"]["data"][0]["y"]) == 5
+    assert out["summary"] and len(out["table"]["rows"]) == 5
+    assert len(out["figure"]["data"][0]["y"]) == 16  # |Δ logit| at each of the T positions
+    assert len(out["figure"]["data"][3]["y"]) == 2  # each layer's hidden state
+    assert v["fault"] == "none" and v["dtype"] == "float32"
     assert "narrow" in out["figure"]
 
 
@@ -134,3 +137,42 @@ def test_no_slider_reaches_a_model_over_the_budget():
     eff = w.SPEC.param("vocab").effective(s, labels)
     assert eff["max"] < 2464 and "at most 1,000,000 parameters" in eff["why"][0]
     w.config_of(w.SPEC.resolve({**s, "vocab": eff["max"]}))
+
+
+def test_unknown_fault_or_dtype_is_a_400_naming_it(client):
+    assert "break one piece" in error(client, fault="attention")
+    assert "number format" in error(client, dtype="float16")
+
+
+@pytest.mark.parametrize("fault", ["rope_layout", "repeat_kv", "causal_mask"])
+def test_each_break_shows_in_float32(client, fault):
+    out = post(client, fault=fault)
+    v = out["values"]
+    assert v["ok"] is False and v["max_abs_logit_diff"] > 100 * LOGIT_TOLERANCE
+    assert len(v["position_logit_diff"]) == 16 and len(v["layer_hidden_diff"]) == 2
+    assert "broken" in out["summary"] and "positions are outside" in out["summary"]
+    assert out["figure"]["layout"]["title"]["text"].endswith("outside tolerance")
+
+
+def test_the_upcast_break_needs_bfloat16(client):
+    assert post(client, fault="norm_upcast")["values"]["ok"] is True
+    assert post(client, fault="norm_upcast", dtype="bfloat16")["values"]["ok"] is False
+    assert post(client, dtype="bfloat16")["values"]["max_abs_logit_diff"] == 0.0
+
+
+def test_threads_give_the_serial_answers():
+    """Hooks and seeds live on each request's private pair: four threads at once, each with its
+    own fault, get exactly what one thread gets (gunicorn serves requests on threads)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from backend.widgets import REGISTRY
+
+    w = REGISTRY["parity"]
+    faults = ["none", "rope_layout", "repeat_kv", "causal_mask"]
+    run = lambda f: w.compute(w.SPEC.resolve({"fault": f, "seq_len": 8}))["values"]  # noqa: E731
+    serial = {f: run(f) for f in faults}
+    with ThreadPoolExecutor(4) as pool:
+        threaded = dict(zip(faults, pool.map(run, faults * 1)))
+    for f in faults:
+        assert threaded[f]["position_logit_diff"] == serial[f]["position_logit_diff"]
+        assert threaded[f]["layer_hidden_diff"] == serial[f]["layer_hidden_diff"]
