@@ -1,6 +1,7 @@
 """Pre-warm the result cache: every baked point of every widget (`SPEC.bake_points()`) and every
 setting the chapters use (a widget block's `params:`, a `{{ value(...) }}` call's keyword
-arguments), so the first reader of a lecture never waits for a computation.
+arguments, as the build lists them in the site's `assets/book/settings.json`), so the first
+reader of a lecture never waits for a computation.
 
     python -m backend.prewarm                 # into BOOK_CACHE_URL's Redis, computed here
     python -m backend.prewarm --url http://127.0.0.1:8000   # through a running server's API
@@ -22,9 +23,7 @@ Prints how many settings were warmed, how many were already cached, and the time
 from __future__ import annotations
 
 import argparse
-import ast
 import json
-import re
 import sys
 import time
 import urllib.error
@@ -33,34 +32,37 @@ from pathlib import Path
 
 from backend import settings
 
-DOCS = settings.REPO_ROOT / "docs"
-# The same syntax `widgets/hook.py` renders (kept here so the runtime image needs no MkDocs).
-WIDGET_BLOCK = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
-                          re.M | re.S)
-VALUE_CALL = re.compile(r"\{\{\s*value\((?P<args>.*?)\)\s*\}\}", re.S)
+# The settings the pages use, listed by the build (widgets/hook.py writes it into the site).
+MANIFEST = "assets/book/settings.json"
 
 
-def chapter_settings(docs: Path = DOCS) -> list[tuple[str, dict]]:
-    import yaml
-
-    found = []
-    for page in sorted(docs.rglob("*.md")):
-        text = page.read_text(encoding="utf-8")
-        for m in WIDGET_BLOCK.finditer(text):
-            block = yaml.safe_load(m.group("body")) or {}
-            if isinstance(block, dict) and "name" in block:
-                found.append((block["name"], block.get("params") or {}))
-        for m in VALUE_CALL.finditer(text):
-            call = ast.parse(f"f({m.group('args')})", mode="eval").body
-            args = [ast.literal_eval(a) for a in call.args]
-            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg != "fmt"}
-            if args:
-                found.append((args[0], kwargs))
-    return found
+class NoManifest(Exception):
+    """The settings manifest is not there: the book was not built (or not by this version)."""
 
 
-def points() -> list[tuple[str, dict]]:
-    """Every (widget, resolved params) to warm, without duplicates, baked points first."""
+def chapter_settings(site: Path | str | None = None, url: str | None = None
+                     ) -> list[tuple[str, dict]]:
+    """Every (widget, params) the built pages use: read from the built site's manifest, or,
+    with `url`, from the server's (so warming a server needs no local copy of the book)."""
+    if url:
+        where = _api(url)[: -len("/api")] + "/" + MANIFEST
+        try:
+            with urllib.request.urlopen(where, timeout=30) as resp:
+                data = json.load(resp)
+        except (OSError, ValueError) as exc:
+            raise NoManifest(f"{where}: {exc}") from None
+    else:
+        path = Path(site or settings.get("BOOK_SITE_DIR")) / MANIFEST
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise NoManifest(f"{path}: {exc}") from None
+    return [(name, params) for name, params in data["settings"]]
+
+
+def points(site: Path | str | None = None, url: str | None = None) -> list[tuple[str, dict]]:
+    """Every (widget, resolved params) to warm, without duplicates, baked points first, then
+    the settings the built pages use (`chapter_settings`)."""
     from backend.widgets import REGISTRY
     from backend.widgets.spec import ParamError
 
@@ -82,7 +84,7 @@ def points() -> list[tuple[str, dict]]:
     for name, module in REGISTRY.items():
         for params in module.SPEC.bake_points():
             add(name, params)
-    for name, params in chapter_settings():
+    for name, params in chapter_settings(site, url):
         add(name, params)
     return out
 
@@ -209,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
               "(what `make prewarm` does for `make serve`'s server)", file=sys.stderr)
         return 2
     start = time.perf_counter()
-    todo = points()
+    try:
+        todo = points(url=args.url)
+    except NoManifest as exc:
+        print(f"no list of the pages' settings ({exc}): build the book first (`make build`), "
+              "or warm the server that serves it (--url)", file=sys.stderr)
+        return 2
     counts = warm_server(todo, args.url) if args.url else warm_cache(todo)
     where = args.url or cache_url
     print(f"prewarm: {len(todo)} settings into {where}: {counts['warmed']} computed, "

@@ -83,6 +83,13 @@ def _compute(name: str, params_json: str) -> dict:
     return REGISTRY[name].compute(json.loads(params_json))
 
 
+# Every (widget, resolved params) the pages use, in the order first met: written to
+# `assets/book/settings.json` after the build, the list `make prewarm` warms (it reads it from
+# the built site or from the server, so the image needs no docs/ and no copy of this parser).
+SETTINGS_MANIFEST = "assets/book/settings.json"
+USED: dict[str, tuple[str, dict]] = {}
+
+
 def compute(name: str, params: dict) -> dict:
     """Validated, memoized compute: every page and value call shares one result per params."""
     module = REGISTRY.get(name)
@@ -92,7 +99,9 @@ def compute(name: str, params: dict) -> dict:
         resolved = module.SPEC.resolve(params)
     except ParamError as exc:
         raise PluginError(f"widget {name!r}: {exc}") from None
-    return {"params": resolved, **_compute(name, json.dumps(resolved, sort_keys=True))}
+    key = json.dumps(resolved, sort_keys=True)
+    USED.setdefault(f"{name}:{key}", (name, resolved))
+    return {"params": resolved, **_compute(name, key)}
 
 
 def lookup(values: dict, path: str):
@@ -264,9 +273,18 @@ def on_files(files: Files, config) -> Files:
 COMPRESSIBLE = {".html", ".js", ".css", ".json", ".svg", ".xml", ".txt", ".map"}
 
 
+def on_pre_build(config) -> None:
+    USED.clear()  # `mkdocs serve` rebuilds in one process: list this build's settings only
+
+
 def on_post_build(config) -> None:
-    """Write `<file>.gz` beside each text asset; the Flask app serves it to gzip clients."""
+    """Write the settings manifest, then `<file>.gz` beside each text asset; the Flask app
+    serves it to gzip clients."""
     site = Path(config["site_dir"])
+    manifest = site / SETTINGS_MANIFEST
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"settings": [[n, p] for n, p in USED.values()]},
+                                   separators=(",", ":"), sort_keys=True), encoding="utf-8")
     saved = 0
     for path in site.rglob("*"):
         if path.suffix in COMPRESSIBLE and path.is_file() and path.stat().st_size > 1024:

@@ -16,21 +16,61 @@ from backend.app import create_app
 from backend.widgets import REGISTRY
 
 
-def test_points_cover_every_baked_point_and_the_chapters_settings():
-    todo = prewarm.points()
+def _docs_settings() -> list[tuple[str, dict]]:
+    """Every widget block's params and every value() call's keywords in docs/, read with the
+    build hook's own patterns: what the manifest must list."""
+    import ast
+
+    import yaml
+
+    from widgets.hook import VALUE_CALL, WIDGET_BLOCK
+
+    found = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        for m in WIDGET_BLOCK.finditer(text):
+            block = yaml.safe_load(m.group("body")) or {}
+            if isinstance(block, dict) and "name" in block:
+                found.append((block["name"], block.get("params") or {}))
+        for m in VALUE_CALL.finditer(text):
+            call = ast.parse(f"f({m.group('args')})", mode="eval").body
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg != "fmt"}
+            found.append((ast.literal_eval(call.args[0]), kwargs))
+    return found
+
+
+def _key(name, params):
+    return (name, tuple(sorted(REGISTRY[name].SPEC.resolve(params).items())))
+
+
+def test_points_cover_every_baked_point_and_the_chapters_settings(built_site):
+    todo = prewarm.points(site=built_site)
     keys = {(n, tuple(sorted(p.items()))) for n, p in todo}
     assert len(keys) == len(todo)  # no duplicates
     for name, module in REGISTRY.items():
         for params in module.SPEC.bake_points():
-            assert (name, tuple(sorted(module.SPEC.resolve(params).items()))) in keys
-    for name, params in prewarm.chapter_settings():
-        if name in REGISTRY:
-            resolved = REGISTRY[name].SPEC.resolve(params)
-            assert (name, tuple(sorted(resolved.items()))) in keys
+            assert _key(name, params) in keys
+    listed = {_key(n, p) for n, p in prewarm.chapter_settings(site=built_site)}
+    in_docs = {_key(n, p) for n, p in _docs_settings() if n in REGISTRY}
+    assert in_docs <= listed <= keys  # the build listed every setting the pages use
     # A worker's own (memory) cache drops its oldest results beyond its threshold: warming
     # must not push out what it warmed a moment before.
     memory = create_app({"TESTING": True, "SITE_DIR": "/nonexistent"}).extensions["book_limits"]
     assert memory.cache.kind == "memory" and len(todo) <= memory.cache.cache.cache._threshold
+
+
+def test_the_list_comes_from_the_server_when_warming_one(built_site, tmp_path):
+    """Warming a server over HTTP reads the list from that server: no docs/ (the image has
+    none) and no local build needed."""
+    client = create_app({"TESTING": True, "SITE_DIR": str(built_site)}).test_client()
+    served = client.get("/" + prewarm.MANIFEST)
+    assert served.status_code == 200
+    assert prewarm.chapter_settings(site=built_site) == [
+        (n, p) for n, p in served.get_json()["settings"]]
+    with pytest.raises(prewarm.NoManifest):
+        prewarm.chapter_settings(site=tmp_path)  # an unbuilt book
+    with pytest.raises(prewarm.NoManifest):
+        prewarm.chapter_settings(url="http://127.0.0.1:9")  # nothing listens there
 
 
 def test_without_redis_or_url_it_explains(monkeypatch, capsys):
@@ -46,7 +86,7 @@ SOME = [("attention_scaling", {"d_k": 5, "n_positions": 16, "seed": 0}),
 def test_warms_redis_and_the_server_then_answers_from_it(monkeypatch, capsys, tmp_path,
                                                          redis_server):
     monkeypatch.setenv("BOOK_CACHE_URL", redis_server.url)
-    monkeypatch.setattr(prewarm, "points", lambda: SOME)
+    monkeypatch.setattr(prewarm, "points", lambda *a, **k: SOME)
     assert prewarm.main([]) == 0
     assert "2 settings" in capsys.readouterr().out
     client = create_app({"TESTING": True, "SITE_DIR": str(tmp_path)}).test_client()
@@ -57,7 +97,7 @@ def test_warms_redis_and_the_server_then_answers_from_it(monkeypatch, capsys, tm
 
 
 def test_warms_a_running_server_over_http(monkeypatch, capsys, slow_server):
-    monkeypatch.setattr(prewarm, "points", lambda: SOME)
+    monkeypatch.setattr(prewarm, "points", lambda *a, **k: SOME)
     with slow_server() as port:
         assert prewarm.main(["--url", f"http://127.0.0.1:{port}"]) == 0
         assert "2 computed, 0 already cached" in capsys.readouterr().out
@@ -79,7 +119,7 @@ def test_a_server_whose_workers_keep_their_own_caches_is_reported_as_partly_warm
     cache of whichever worker answered, and the report must say so rather than claim a warm
     server. (Each ask again lands on the other worker with a fair chance: 36 asks all missing
     it would take a scheduler that never hands the other worker a connection.)"""
-    monkeypatch.setattr(prewarm, "points", lambda: MANY)
+    monkeypatch.setattr(prewarm, "points", lambda *a, **k: MANY)
     with slow_server(workers=2) as port:
         assert prewarm.main(["--url", f"http://127.0.0.1:{port}"]) == 0
     out = capsys.readouterr().out
@@ -92,7 +132,7 @@ def test_with_redis_one_pass_warms_every_worker(monkeypatch, capsys, slow_server
     """The page's recipe for a warm class on one machine: the server and the pre-warm share
     BOOK_CACHE_URL. Computed here into Redis, then asked of a two-worker server on fresh
     connections: every answer is a cache hit, whichever worker takes it."""
-    monkeypatch.setattr(prewarm, "points", lambda: MANY)
+    monkeypatch.setattr(prewarm, "points", lambda *a, **k: MANY)
     monkeypatch.setenv("BOOK_CACHE_URL", redis_server.url)
     assert prewarm.main([]) == 0
     assert "12 computed, 0 already cached, 0 failed" in capsys.readouterr().out
