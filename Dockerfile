@@ -38,12 +38,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HOST=0.0.0.0 \
     PORT=8000
 WORKDIR /book
-COPY requirements.txt ./
+COPY requirements.txt requirements-nodeps.txt ./
 # torch first, from the index TORCH_INDEX names; the rest then finds it already satisfied.
 RUN if [ -n "${TORCH_INDEX}" ]; then \
       pip install --index-url "https://download.pytorch.org/whl/${TORCH_INDEX}" "torch==${TORCH_VERSION}"; \
     fi \
     && pip install -r requirements.txt \
+    && pip install --no-deps -r requirements-nodeps.txt \
     && useradd --system --uid 10001 --home-dir /book book
 
 # ---- the book: notebooks executed, widgets baked (computed by the torch above)

@@ -32,8 +32,9 @@ build: $(VENV)/.installed node_modules/.installed
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: requirements.txt requirements-docs.txt | $(BIN)/python
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt requirements-docs.txt | $(BIN)/python
 	$(BIN)/pip install -r requirements.txt -r requirements-docs.txt
+	$(BIN)/pip install --no-deps -r requirements-nodeps.txt
 	touch $@
 
 $(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed

@@ -225,3 +225,21 @@ def test_the_image_healthcheck_passes(container):
     check = subprocess.run([*pm, "healthcheck", "run", cid], capture_output=True, text=True,
                            timeout=60)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_nothing_is_installed_that_nothing_imports(container):
+    """The MiniLM wheel's own dependency (sentence-transformers, with scikit-learn and scipy,
+    about 200 MB) is not in the image: the book reads the wheel's files, never imports it
+    (requirements-nodeps.txt). The encoder still loads: the test above."""
+    _, pm, cid = container
+    probe = ("import importlib.util as u; print(' '.join(m for m in ('sentence_transformers', "
+             "'sklearn', 'scipy') if u.find_spec(m)))")
+    out = subprocess.run([*pm, "exec", cid, "python", "-c", probe], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "", out.stdout + out.stderr
+    prewarm = subprocess.run([*pm, "exec", cid, "python", "-c",
+                              "from backend import prewarm; print(len(prewarm.points()))"],
+                             capture_output=True, text=True, timeout=300)
+    # the image ships no docs/: the list of the pages' settings comes from the built site
+    assert prewarm.returncode == 0 and int(prewarm.stdout.split()[-1]) > 100, \
+        prewarm.stdout + prewarm.stderr
