@@ -86,7 +86,7 @@ def compute_widget(name: str):
         # Only computations queue for a slot: a cached answer never counts against fairness.
         with guard.compute_slot(heavy=module.SPEC.cost_hint == "heavy"):
             result = run(module, params)
-        guard.cache.put(key, result)
+        guard.cache.put(key, result, module.SPEC.result_ttl)
     # elapsed_ms is what *this* request cost the server: a cached answer reports the lookup,
     # never the old compute time as if it had just been spent (that stays in computed_ms).
     elapsed_ms = result["computed_ms"] if not cached else (time.perf_counter() - start) * 1000
