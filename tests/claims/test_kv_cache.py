@@ -292,3 +292,33 @@ def test_output_tokens_are_priced_above_input_in_the_linked_example():
     assert default["price_output"] > default["price_input"]
     text = (ROOT / "docs/chapters/serving.md").read_text()
     assert "\n## Prefix caching and its price\n" in text  # the anchor the chapter links
+
+
+def test_the_concatenation_is_small_beside_the_rest_of_a_step():
+    """'at this book's sizes the copy is small beside the rest of a step': appending one row to
+    a 400-position cache (what `KVCache.update` does, per layer, keys and values) against one
+    cached decode step of the random model at the same length."""
+    from backend.reference.kv_cache import KVCache
+    model, cfg = w.model_for("random"), w.RANDOM_CONFIG
+    past = torch.randn(1, cfg.n_kv_heads, 400, cfg.d_head)
+    new = torch.randn(1, cfg.n_kv_heads, 1, cfg.d_head)
+
+    def append():
+        cache = KVCache(cfg.n_layers)
+        for layer in range(cfg.n_layers):
+            cache.keys[layer], cache.values[layer] = past, past
+            cache.update(layer, new, new)
+
+    ids = w.prompt_for("random", 1)
+
+    def step():
+        cache = model.new_cache()
+        for layer in range(cfg.n_layers):
+            cache.keys[layer], cache.values[layer] = past, past
+        model(ids, cache=cache, logits_to_keep=1)
+
+    with measure.one_cpu_thread("cpu"), torch.no_grad():
+        for _ in range(3):  # a busy machine: the least disturbed of a few tries
+            if _median_ms(append) < _median_ms(step) / 3:
+                return
+    raise AssertionError("appending to the cache was not small beside a decode step")
