@@ -103,7 +103,7 @@ def warm_cache(todo) -> dict:
             counts["already"] += 1
             continue
         try:
-            cache.put(key, api.run(REGISTRY[name], params))
+            cache.put(key, api.run(REGISTRY[name], params), REGISTRY[name].SPEC.result_ttl)
             counts["warmed"] += 1
         except Exception as exc:  # noqa: BLE001 - report and go on
             counts["failed"] += 1

@@ -89,7 +89,7 @@ def compute_widget(name: str):
                 result = run(module, params)
             finally:
                 device.release_cached_memory()  # on a GPU, what a ceiling run reserved
-        guard.cache.put(key, result)
+        guard.cache.put(key, result, module.SPEC.result_ttl)
     # elapsed_ms is what *this* request cost the server: a cached answer reports the lookup,
     # never the old compute time as if it had just been spent (that stays in computed_ms).
     elapsed_ms = result["computed_ms"] if not cached else (time.perf_counter() - start) * 1000

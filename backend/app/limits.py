@@ -6,7 +6,8 @@ cache (Flask-Caching), and a fair, bounded queue for the compute slots.
   by every worker and replica), else in each worker's memory. A Redis that goes away falls back
   to memory counters, never a 500. The client address honours `BOOK_TRUSTED_PROXIES`
   (werkzeug's ProxyFix, applied in `create_app`).
-- Result cache: one entry per widget + resolved parameters, kept `BOOK_CACHE_TTL_SECONDS`; in
+- Result cache: one entry per widget + resolved parameters, kept `BOOK_CACHE_TTL_SECONDS` (or a
+  widget's shorter `SPEC.result_ttl`, for measured timings); in
   Redis when configured (every worker and replica shares it), else in-process. A cache that
   fails is logged and skipped for a few seconds: the request is computed, never a 500.
 - Fair queue: a worker runs at most `BOOK_MAX_CONCURRENT` computations; the rest wait in a
@@ -203,6 +204,7 @@ class ResultCache:
         else:
             config.update(CACHE_TYPE="SimpleCache", CACHE_THRESHOLD=1024)
         self.kind = "redis" if url else "memory"
+        self.ttl = int(cfg["CACHE_TTL_SECONDS"])
         self.cache = Cache(app, config=config)
         self._skip_until = 0.0
         self.errors = 0
@@ -227,8 +229,13 @@ class ResultCache:
     def get(self, key: str) -> dict | None:
         return self._call("get", self.cache.get, key)
 
-    def put(self, key: str, value: dict) -> None:
-        self._call("set", self.cache.set, key, value)
+    def put(self, key: str, value: dict, ttl: int | None = None) -> None:
+        """Keep value for the configured TTL, or for `ttl` seconds where that is shorter (a
+        widget's own limit, `WidgetSpec.result_ttl`)."""
+        if ttl is None:
+            self._call("set", self.cache.set, key, value)
+        else:
+            self._call("set", self.cache.set, key, value, min(ttl, self.ttl))
 
 
 def client_address() -> str:

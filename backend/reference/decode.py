@@ -12,6 +12,8 @@ Three pieces, each plain PyTorch:
   layer is the number of positions ``generate`` reports as processed.
 * ``time_decode``: wall-clock time of the same greedy generation with and without a cache,
   warm-up first, runs interleaved, CUDA timed with events after a synchronise.
+* ``step_times``: the same greedy loop as ``generate``, with each step's forward call timed on
+  its own, so time per step can be drawn against the position it wrote.
 """
 
 from __future__ import annotations
@@ -124,3 +126,30 @@ def time_decode(model: DecoderLM, prompt: torch.Tensor, steps: int, repeats: int
         no_cache_ms.append(ms)
     return DecodeTiming(tuple(cache_ms), tuple(no_cache_ms), cached, uncached, cached.cache.nbytes())
 # --8<-- [end:time_decode]
+
+
+# --8<-- [start:step_times]
+@torch.no_grad()
+def step_times(model: DecoderLM, prompt: torch.Tensor, steps: int,
+               use_cache: bool) -> tuple[list[float], torch.Tensor]:
+    """Greedy generation of `steps` tokens from prompt (B, T_prompt), as ``generate`` does it
+    (the same model calls, cache and inputs), with each step timed on its own.
+
+    Returns (milliseconds of each step, tokens (B, T_prompt + steps)). Step i writes position
+    T_prompt + i: without a cache it runs all T_prompt + i positions so far, with one it runs the
+    prompt at step 0 (prefill) and one position after that (decode)."""
+    dev = prompt.device
+    tokens, cache = prompt, (model.new_cache() if use_cache else None)
+    step_input, ms = tokens, []
+
+    def one_step():
+        logits = model(step_input, cache=cache, logits_to_keep=1).logits[:, -1, :]  # (B, V)
+        return logits.argmax(dim=-1, keepdim=True)  # (B, 1): greedy
+
+    for _ in range(steps):
+        next_id, t = _clock(one_step, dev)
+        ms.append(t)
+        tokens = torch.cat((tokens, next_id), dim=1)
+        step_input = next_id if use_cache else tokens
+    return ms, tokens
+# --8<-- [end:step_times]

@@ -15,8 +15,10 @@ many cores happen to be free.
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 
@@ -91,3 +93,33 @@ def measured_on(dtype: torch.dtype) -> str:
     dev = device.device()
     where = device.describe() if dev != "cpu" else "cpu (1 thread)"
     return f"{where}, {str(dtype).replace('torch.', '')}, torch {torch.__version__}"
+
+
+def remembered_for(seconds: float, maxsize: int = 64):
+    """Like ``functools.lru_cache(maxsize)``, but a result is forgotten `seconds` after it was
+    measured: a timing describes the machine at one moment, and one disturbed run should not
+    stand for a whole class's day. ``fn.cache_clear()`` and ``fn.__wrapped__`` (a fresh call)
+    work as for ``lru_cache``."""
+    def wrap(fn):
+        held: dict = {}  # args -> (monotonic time measured, result), oldest first
+        guard = threading.Lock()
+
+        @functools.wraps(fn)
+        def call(*args):
+            now = time.monotonic()
+            with guard:
+                hit = held.get(args)
+                if hit is not None and now - hit[0] < seconds:
+                    return hit[1]
+            result = fn(*args)
+            with guard:
+                held.pop(args, None)
+                held[args] = (time.monotonic(), result)
+                while len(held) > maxsize:
+                    held.pop(next(iter(held)))
+            return result
+
+        call.cache_clear = held.clear
+        call.ttl_seconds = seconds
+        return call
+    return wrap

@@ -358,6 +358,9 @@ class WidgetSpec:
     # in a background thread). Off for a widget whose every setting is baked into the page and
     # whose computation would cost every worker a long start.
     warm: bool = True
+    # Seconds the API's result cache may keep one answer; None: BOOK_CACHE_TTL_SECONDS (a day by
+    # default). Measured widgets set a short one: a timing is of one moment on one machine.
+    result_ttl: int | None = None
 
     def __post_init__(self):
         names = {p.name for p in self.params}
@@ -371,6 +374,10 @@ class WidgetSpec:
                                     f"{lim.names()!r} (or is not an int)")
         # every default setting must satisfy every rule, so the page can always start
         self.resolve({})
+        if self.result_ttl is not None and (isinstance(self.result_ttl, bool)
+                                            or not isinstance(self.result_ttl, int)
+                                            or self.result_ttl < 1):
+            raise TypeError(f"{self.name}: result_ttl must be a positive number of seconds")
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -162,3 +162,27 @@ def test_a_redis_with_a_password_is_used_with_book_cache_password(tmp_path, redi
     response = other.post(URL, json={"seed": 17})
     assert response.status_code == 200 and response.get_json()["cached"] is False
     assert bare.extensions["book_limits"].cache.errors >= 1
+
+
+def test_a_widgets_own_shorter_ttl_bounds_how_long_its_results_are_kept(tmp_path, monkeypatch):
+    """`WidgetSpec.result_ttl` (measured widgets: a timing is of one moment) caps the configured
+    TTL; it never lengthens it."""
+    import dataclasses
+
+    from backend.app.limits import ResultCache
+    module = REGISTRY["attention_scaling"]
+    monkeypatch.setattr(module, "SPEC", dataclasses.replace(module.SPEC, result_ttl=1))
+    client = _app(tmp_path).test_client()
+    assert client.post(URL, json={"seed": 15}).get_json()["cached"] is False
+    assert client.post(URL, json={"seed": 15}).get_json()["cached"] is True
+    time.sleep(2.2)
+    assert client.post(URL, json={"seed": 15}).get_json()["cached"] is False
+    seen = []
+    app = _app(tmp_path, CACHE_TTL_SECONDS=5)
+    cache: ResultCache = app.extensions["book_limits"].cache
+    monkeypatch.setattr(cache.cache, "set", lambda k, v, timeout=None: seen.append(timeout))
+    cache.put("a", {}, 600)
+    cache.put("b", {}, 2)
+    cache.put("c", {})
+    assert seen == [5, 2, None]
+    assert REGISTRY["kv_decode"].SPEC.result_ttl <= 600  # timings: minutes, not a day

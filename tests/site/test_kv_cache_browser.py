@@ -1,4 +1,5 @@
-"""The KV-cache chapter in Chromium: the baked run drawn, then re-measured live as the controls move."""
+"""The KV-cache chapter in Chromium: the baked run drawn (time per step, key rows), then re-measured
+live as the controls move."""
 
 from __future__ import annotations
 
@@ -21,25 +22,25 @@ def test_the_widget_draws_and_follows_steps_prompt_and_model(page, server):
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
     assert "cpu" in value_text(page, WIDGET, "measured_on")
-    assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "5,050"   # the default 100 steps
-    assert value_text(page, WIDGET, "key_rows_cache").split()[0] == "100"
+    assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "80,200"  # the default 400 steps
+    assert value_text(page, WIDGET, "key_rows_cache").split()[0] == "400"
 
     set_box(page, "steps", 30)
     page.wait_for_function(f"""() => {{
         const w = document.querySelector('{WIDGET}');
         return w.dataset.source === 'live' &&
-            w.querySelector('.tw-plot').data[2].x[0] === 30;
+            w.querySelector('.tw-plot').data[6].x[0] === 30;
     }}""", timeout=60_000)
     assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "465"      # 30 * 31 / 2
 
     set_box(page, "prompt_len", 4)
     page.wait_for_function(f"""() => document.querySelector('{WIDGET}')
-        .querySelector('.tw-plot').data[2].y[1] === 33""", timeout=60_000)  # 4 + 30 - 1
+        .querySelector('.tw-plot').data[6].y[1] === 33""", timeout=60_000)  # 4 + 30 - 1
 
     page.locator(f'{WIDGET} select[name="model"]').select_option("book")
     page.wait_for_function(f"""() => {{
         const w = document.querySelector('{WIDGET}');
-        return w.dataset.source === 'live' && w.querySelector('.tw-plot').data[2].y[0] === 4 * 30 + 435;
+        return w.dataset.source === 'live' && w.querySelector('.tw-plot').data[6].y[0] === 4 * 30 + 435;
     }}""", timeout=60_000)
     assert page.locator(f'{WIDGET} input[type=range][name="steps"]').count() == 1
     assert page.console_errors == []
@@ -57,18 +58,18 @@ def test_steps_out_of_range_are_refused_in_words(page, server):
         .includes('from 1 to 96')""", timeout=20_000)
 
 
-def test_with_the_api_blocked_the_handouts_400_steps_are_baked(page, server):
+def test_with_the_api_blocked_a_200_step_run_is_baked(page, server):
     page.route("**/api/**", lambda route: route.abort())
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-    set_box(page, "steps", 400)
+    set_box(page, "steps", 200)
     page.wait_for_function(f"""() => {{
         const w = document.querySelector('{WIDGET}');
         return w.dataset.source === 'precomputed' &&
-            w.querySelector('.tw-plot').data[2].x[0] === 400;
+            w.querySelector('.tw-plot').data[6].x[0] === 200;
     }}""", timeout=20_000)
-    assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "80,200"
-    assert value_text(page, WIDGET, "key_rows_cache").split()[0] == "400"
+    assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "20,100"
+    assert value_text(page, WIDGET, "key_rows_cache").split()[0] == "200"
 
 
 def test_exercise_2s_setting_is_baked_and_draws_its_single_points(page, server):
@@ -83,7 +84,7 @@ def test_exercise_2s_setting_is_baked_and_draws_its_single_points(page, server):
         return w.dataset.source === 'precomputed' && d[2].x[0] === 1 && d[2].y[1] === 32;
     }}""", timeout=20_000)
     modes = page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot').data
-        .slice(0, 2).map(t => t.mode)""")
+        .slice(4, 6).map(t => t.mode)""")
     assert all("markers" in m for m in modes)
     assert value_text(page, WIDGET, "same_tokens") == "yes"
     assert value_text(page, WIDGET, "key_rows_no_cache").split()[0] == "32"
