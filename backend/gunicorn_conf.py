@@ -44,8 +44,17 @@ def post_fork(server, worker):
 
 
 def warm(log) -> None:
+    from backend.app.limits import WARMING
     from backend.widgets import REGISTRY
 
+    WARMING.set()  # computations that arrive meanwhile wait longer for a slot, not 503
+    try:
+        _warm(log, REGISTRY)
+    finally:
+        WARMING.clear()
+
+
+def _warm(log, REGISTRY) -> None:
     for hint in ("light", "heavy"):
         for module in REGISTRY.values():
             spec = module.SPEC

@@ -42,6 +42,8 @@ from werkzeug.exceptions import ServiceUnavailable
 log = logging.getLogger("backend.app.limits")
 
 QUEUE_PLACES_PER_SLOT = 16
+# Set while a freshly started worker warms its widgets in the background (gunicorn_conf.warm).
+WARMING = threading.Event()
 SPARE_THREADS = 8  # for health checks, pages and cached answers while every place is taken
 
 
@@ -279,13 +281,17 @@ class Limits:
     @contextmanager
     def compute_slot(self, heavy: bool = False):
         client = client_address()
-        deadline = time.monotonic() + (self.heavy_wait if heavy else self.wait)
+        # While this worker warms its widgets (just started), a computation may wait as long as
+        # a model widget does: the slots are slow for a few seconds, and a reader who arrives
+        # then is served late rather than refused.
+        wait = self.heavy_wait if heavy or WARMING.is_set() else self.wait
+        deadline = time.monotonic() + wait
         if heavy:
             with self.heavy.slot(client, self.heavy_wait):
                 with self.queue.slot(client, max(0.0, deadline - time.monotonic())):
                     yield
         else:
-            with self.queue.slot(client, self.wait):
+            with self.queue.slot(client, wait):
                 yield
 
     def retry_after(self) -> int:

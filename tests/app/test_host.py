@@ -59,8 +59,12 @@ def test_a_worker_answers_at_once_and_warms_in_the_background(monkeypatch):
     t0 = time.perf_counter()
     conf.post_fork(None, _Worker())
     assert time.perf_counter() - t0 < 0.4  # the slow light widget alone takes 0.5 s
+    from backend.app.limits import WARMING
+
+    assert WARMING.is_set()  # readers who arrive now wait longer for a slot instead of a 503
     (thread,) = [t for t in threading.enumerate() if t.name == "warm-widgets"]
     thread.join(timeout=10)
+    assert not WARMING.is_set()
     assert calls == [("slow_light", {"at": "default"}), ("light", {"at": "default"}),
                      ("heavy", {"at": 1}), ("heavy", {"at": 2})]  # light first; "cold" never
 
@@ -129,3 +133,30 @@ def test_a_ceiling_run_gives_its_reserved_memory_back(fake_cuda, monkeypatch):
 
 def test_on_the_cpu_nothing_is_released():
     assert device.kind() == "cpu" and device.release_cached_memory() is False
+
+
+def test_while_warming_a_computation_waits_as_long_as_a_model_widget(monkeypatch):
+    from backend.app import create_app
+    from backend.app.limits import WARMING
+
+    app = create_app({"TESTING": True, "SITE_DIR": "/nonexistent", "COMPUTE_WAIT_SECONDS": 0.2,
+                      "HEAVY_WAIT_SECONDS": 3.0})
+    guard = app.extensions["book_limits"]
+    waits = []
+    real = guard.queue.slot
+
+    def spy(client, wait):
+        waits.append(wait)
+        return real(client, wait)
+
+    monkeypatch.setattr(guard.queue, "slot", spy)
+    with app.test_request_context("/api/widgets/x"):
+        with guard.compute_slot():
+            pass
+        WARMING.set()
+        try:
+            with guard.compute_slot():
+                pass
+        finally:
+            WARMING.clear()
+    assert waits == [0.2, 3.0]
