@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test build bench bench-load bench-weight chromium redis podman prewarm container-check clean
+.PHONY: serve test build bench bench-load bench-weight gpu-check chromium redis podman prewarm container-check clean
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
@@ -59,6 +59,13 @@ bench-load: build $(VENV)/.dev-installed
 ## bench-weight: recorded: the full build's time, then each page's first-load bytes in Chromium
 bench-weight: $(VENV)/.dev-installed chromium
 	$(BIN)/python tests/benchmarks/page_weight.py --build
+
+## gpu-check: on a GPU host, every Part III timing measured on CUDA and recorded
+## (tests/benchmarks/results/part3_timings_cuda.json), then the chapters' timing claims on CUDA
+gpu-check: $(VENV)/.dev-installed
+	BOOK_DEVICE=cuda $(BIN)/python tests/benchmarks/part3_timings.py
+	BOOK_DEVICE=cuda $(BIN)/python -m pytest -q tests/claims/test_cost.py \
+	  tests/claims/test_kv_cache.py tests/claims/test_recurrence.py
 
 ## chromium: the system browser the browser tests drive (Playwright never downloads its own)
 chromium:

@@ -8,7 +8,7 @@ between the two runs' logits (the tokens must be identical). Then it times every
 runs (`backend.reference.decode.step_times`, the same loop with each forward call clocked): the
 figure draws time per step against the length of the text the step reads. Without a cache that
 time climbs with the length, with one it stays about level, and a picture of a hundred steps
-read through medians survives a noisy machine where one total does not. The totals and their
+read through the fastest steps survives a noisy machine where one total does not. The totals and their
 ratio are reported as secondary numbers.
 
 Timings are taken one at a time on the whole host (`measure.timing_lock`), on one CPU thread,
@@ -61,10 +61,10 @@ SPEC = WidgetSpec(
                    "book: the book's trained 4-layer model (up to 96 steps)."),
     ),
     outputs=(
-        Output("step_ms_early_no_cache", "one step early on, no cache (median)", ".3g", "ms"),
-        Output("step_ms_late_no_cache", "one step near the end, no cache (median)", ".3g", "ms"),
-        Output("step_ms_early_cache", "one step early on, cache (median)", ".3g", "ms"),
-        Output("step_ms_late_cache", "one step near the end, cache (median)", ".3g", "ms"),
+        Output("step_ms_early_no_cache", "one step early on, no cache (fastest)", ".3g", "ms"),
+        Output("step_ms_late_no_cache", "one step near the end, no cache (fastest)", ".3g", "ms"),
+        Output("step_ms_early_cache", "one step early on, cache (fastest)", ".3g", "ms"),
+        Output("step_ms_late_cache", "one step near the end, cache (fastest)", ".3g", "ms"),
         Output("key_rows_no_cache", "key rows computed, no cache", ",d"),
         Output("key_rows_cache", "key rows computed, cache", ",d"),
         Output("work_ratio", "work saved", ".1f", "×"),
@@ -95,10 +95,10 @@ RANDOM_CONFIG = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, n
                             d_ff=64, max_seq_len=MAX_PROMPT + MAX_STEPS)
 RANDOM_SEED = 0
 # Work per request: the two runs once untimed (counts, logits, the filled cache; they are also
-# the warm-up), then REPEATS step-timed runs of each (a median per step needs three), but only
+# the warm-up), then REPEATS step-timed runs of each (the fastest of three per step), but only
 # as many as keep the uncached runs within TIMING_ROW_BUDGET key rows per layer, and never fewer
 # than one: past about 270 steps each run is timed once, and the per-step picture is read through
-# medians over stretches of steps instead. On an idle 2-core CPU a first request at 400 steps
+# the fastest step of each stretch of steps instead. On an idle 2-core CPU a first request at 400 steps
 # takes about a second; a repeated setting is answered from the worker's memory for
 # MEASURE_TTL_SECONDS.
 REPEATS = 3
@@ -106,7 +106,7 @@ TIMING_ROW_BUDGET = 75_000
 MEASURE_TTL_SECONDS = 600
 PROMPT_TEXT_SEED = 0
 MAX_CURVE_POINTS = 60
-MAX_BUCKETS = 40  # the per-step lines are medians over at most this many stretches of steps
+MAX_BUCKETS = 40  # the per-step lines: the fastest step of at most this many stretches
 HANDOUT_LENGTHS = (400, 800, 1000)  # the notebook's run, its "Try", a 1,000-token answer
 
 
@@ -209,27 +209,31 @@ def measure(name: str, steps: int, prompt_len: int) -> StepTiming:
 
 
 def per_step(runs) -> list[float]:
-    """The median over runs of each step's milliseconds."""
-    return [statistics.median(col) for col in zip(*runs)]
+    """The fastest of the runs at each step: other work on the machine only ever adds time to
+    a step, so the fastest run is the one least disturbed."""
+    return [min(col) for col in zip(*runs)]
 
 
 def buckets(xs: list[int], ms: list[float], n: int = MAX_BUCKETS) -> tuple[list[float], list[float]]:
-    """Medians over consecutive stretches of at most ceil(len / n) steps: (mid x, median ms)."""
+    """The fastest step of each consecutive stretch of at most ceil(len / n) steps: (mid x, ms).
+    Neighbouring steps do nearly the same work, so a stretch's fastest step is its time with
+    the least disturbance: a burst of other work has to cover the whole stretch to move it."""
     width = max(1, math.ceil(len(ms) / n))
-    mids, meds = [], []
+    mids, lows = [], []
     for i in range(0, len(ms), width):
         mids.append(statistics.mean(xs[i:i + width]))
-        meds.append(statistics.median(ms[i:i + width]))
-    return mids, meds
+        lows.append(min(ms[i:i + width]))
+    return mids, lows
 
 
 def quarters(ms: list[float]) -> tuple[float, float]:
-    """Median step time over the first and over the last quarter of the decode steps (every
-    step after the first; the first is the prefill of a cached run). With fewer than four decode
-    steps a quarter is one step; with none, both are the first step."""
+    """The fastest step in the first and in the last quarter of the decode steps (every step
+    after the first; the first is the prefill of a cached run): load only adds time, so these
+    survive a busy machine as long as some steps of each quarter ran undisturbed. With fewer than
+    four decode steps a quarter is one step; with none, both are the first step."""
     decode_ms = ms[1:] or ms
     q = max(1, len(decode_ms) // 4)
-    return statistics.median(decode_ms[:q]), statistics.median(decode_ms[-q:])
+    return min(decode_ms[:q]), min(decode_ms[-q:])
 
 
 def slope(xs: list[int], ms: list[float]) -> float:
@@ -260,7 +264,7 @@ def prefix_change(name: str, prompt_len: int, steps: int):
 
 
 def step_values(t: StepTiming, P: int) -> dict:
-    """What the per-step timing says: the per-step medians, their quarters and slopes, and the
+    """What the per-step timing says: the per-step fastest times, their quarters and slopes, and the
     totals (the median over runs of each run's summed steps)."""
     xs = [P + i for i in range(len(t.cache_runs[0]))]  # the text's length when step i runs
     out: dict = {"step_positions": xs}
@@ -332,7 +336,7 @@ def _figure(steps: int, P: int, v: dict) -> dict:
     no, yes, guide = COLORS["unscaled"], COLORS["scaled"], COLORS["guide"]
     xs = v["step_positions"]
     data = []
-    # left: time per step against the text's length, every step as a faint dot and the medians
+    # left: time per step against the text's length, every step as a faint dot and the fastest
     # over stretches of steps as the line (a disturbed step moves a dot, not the line)
     for label, key, color in (("no cache", "no_cache", no), ("cache", "cache", yes)):
         ms = v["step_ms_" + key]
@@ -344,7 +348,7 @@ def _figure(steps: int, P: int, v: dict) -> dict:
         data.append({"type": "scatter", "mode": "lines" if len(mids) > 2 else "lines+markers",
                      "x": mids, "y": meds, "name": f"{label}: time per step",
                      "line": {"color": color, "width": 3},
-                     "hovertemplate": "around %{x:.0f} tokens: median %{y:.3g} ms<extra>" + label + "</extra>"})
+                     "hovertemplate": "around %{x:.0f} tokens: fastest %{y:.3g} ms<extra>" + label + "</extra>"})
     # right: the key rows each run has computed after n steps, the formula and the runs' counts
     cs = _curve_steps(steps)
     mode = "lines" if len(cs) > 2 else "lines+markers"
@@ -404,6 +408,8 @@ def _curve_steps(steps: int) -> list[int]:
 
 def _speed_text(speedup: float) -> str:
     """"in total: cache 2.9× faster", or "... 1.1× slower" when the cached run lost."""
+    if 1 / 1.1 < speedup < 1.1:  # "1.0× slower" says nothing: show the two decimals
+        return f"in total: cache {speedup:.2f}× as fast"
     return (f"in total: cache {speedup:.1f}× faster" if speedup >= 1
             else f"in total: cache {1 / speedup:.1f}× slower")
 
@@ -430,6 +436,10 @@ def _ms(ms: float) -> str:
     return _num(ms) + " ms"
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
 def _runs(n: int) -> str:
     return "one run" if n == 1 else f"{n} runs"
 
@@ -437,14 +447,15 @@ def _runs(n: int) -> str:
 def _summary(name: str, steps: int, P: int, v: dict) -> str:
     which = "the book's model" if name == "book" else "the random reference model"
     same = "the same tokens" if v["tokens_identical"] else "different tokens"
-    how = "the median of" if v["repeats"] > 1 else "from"
-    return (f"Generating {steps} tokens from a {P}-token prompt with {which}, on "
+    how = "the fastest of" if v["repeats"] > 1 else "from"
+    return (f"Generating {_count(steps, 'token')} from a {P}-token prompt with {which}, on "
             f"{v['measured_on']} ({how} {_runs(v['repeats'])} of each): one step took "
             f"{_ms(v['step_ms_early_no_cache'])} early on and {_ms(v['step_ms_late_no_cache'])} "
             f"near the end without a cache, {_ms(v['step_ms_early_cache'])} and "
-            f"{_ms(v['step_ms_late_cache'])} with one (medians over the first and last quarter "
-            f"of the steps). In total {_ms(v['ms_no_cache'])} against {_ms(v['ms_cache'])}, for "
-            f"{v['key_rows_no_cache']:,} key rows per layer against {v['key_rows_cache']:,}. "
+            f"{_ms(v['step_ms_late_cache'])} with one (the fastest steps of the first and last "
+            f"quarter). In total {_ms(v['ms_no_cache'])} against {_ms(v['ms_cache'])}, for "
+            f"{_count(v['key_rows_no_cache'], 'key row')} per layer against "
+            f"{v['key_rows_cache']:,}. "
             f"Both wrote {same}, with logits at most {v['max_logit_diff']:.2g} apart.")
 
 
@@ -452,8 +463,8 @@ def _table(v: dict) -> dict:
     rows = [[label, f"{v['key_rows_' + key]:,}", _num(v['step_ms_early_' + key]),
              _num(v['step_ms_late_' + key]), _num(v['ms_' + key])]
             for label, key in (("no cache", "no_cache"), ("cache", "cache"))]
-    return {"caption": f"Key rows per layer and time per step (medians over the first and last "
-                       f"quarter of the steps), {_runs(v['repeats'])} of each, on "
+    return {"caption": f"Key rows per layer and time per step (the fastest steps of the first "
+                       f"and last quarter), {_runs(v['repeats'])} of each, on "
                        f"{v['measured_on']}",
             "columns": ["run", "key rows computed", "one step, first quarter (ms)",
                         "one step, last quarter (ms)", "total (ms)"],

@@ -1,8 +1,8 @@
 """Every qualitative sentence of docs/chapters/kv-cache.md, checked over computed values: at the
 settings the text names, and across the steps slider where it invites the reader to move it.
-Measured numbers are checked for ordering only, read through medians over many steps; a timing
+Measured numbers are checked for ordering only, read through the fastest steps; a timing
 claim that fails on the page's own measurement is checked again on that setting's runs pooled
-with fresh ones before it fails (load only adds time, and more runs steady each step's median)."""
+with fresh ones before it fails (load only adds time, and more runs steady each step's fastest time)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_moving_the_slider_down_the_uncached_line_stops_lower():
         assert pooled(steps=100)["step_ms_late_no_cache"] < pooled(steps=400)["step_ms_late_no_cache"]
 
 
-def test_the_table_and_summary_report_the_same_medians():
+def test_the_table_and_summary_report_the_same_step_times():
     out = w.compute(w.SPEC.resolve({}))
     v = out["values"]
     assert out["table"]["rows"][0][2] == w._num(v["step_ms_early_no_cache"])
