@@ -172,7 +172,7 @@ def trace_shapes(model: EncoderDecoder, src, src_lengths, tgt_ids, tgt_lengths=N
 HANDOUT_CHECK = dict(batch=16, max_feat_len=100, max_label_len=50, fbank_dim=80, vocab_size=26)
 
 
-def handout_forward_check(device: str = "meta") -> dict[str, tuple[int, ...]]:
+def base_model_forward_check(device: str = "meta") -> dict[str, tuple[int, ...]]:
     """004 section 9.8: six layers each side at d_model 512, a Linear frontend over 80-dim fbank
     features, random data. On the meta device nothing is allocated: only the shapes are real."""
     c = HANDOUT_CHECK

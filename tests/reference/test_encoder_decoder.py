@@ -149,18 +149,18 @@ def test_trace_shapes_follow_the_model():
     assert shapes["memory (encoder output)"] == (3, 10, 32)
 
 
-def test_handout_forward_check_prints_16_50_26():
+def test_base_model_forward_check_prints_16_50_26():
     """004 section 9.8 prints `logits shape: torch.Size([16, 50, 26])`."""
-    from backend.reference.encoder_decoder import handout_forward_check
+    from backend.reference.encoder_decoder import base_model_forward_check
 
-    shapes = handout_forward_check()
+    shapes = base_model_forward_check()
     assert shapes["logits"] == (16, 50, 26)
     assert shapes["source"] == (16, 100, 80) and shapes["cross-attention weights"] == (16, 8, 50, 100)
 
 
-def test_handout_forward_check_parameter_count_by_hand():
+def test_base_model_forward_check_parameter_count_by_hand():
     """The meta-device count against hand arithmetic for 6 + 6 post-norm layers at d = 512."""
-    from backend.reference.encoder_decoder import handout_forward_check
+    from backend.reference.encoder_decoder import base_model_forward_check
 
     d, f, v = 512, 2048, 26
     attn = 4 * (d * d + d)
@@ -169,7 +169,7 @@ def test_handout_forward_check_parameter_count_by_hand():
     encoder = 6 * (attn + mlp + 2 * norm)
     decoder = 6 * (2 * attn + mlp + 3 * norm)
     total = (80 * d + d) + v * d + encoder + decoder + (d * v + v)
-    assert handout_forward_check()["parameters"] == (total,) == (44_206_618,)
+    assert base_model_forward_check()["parameters"] == (total,) == (44_206_618,)
 
 
 def test_forward_check_on_a_real_device_matches_meta():

@@ -37,7 +37,7 @@ def test_shapes_are_batch_q_len_k_len(client):
     assert v["flow"]["logits"] == "(2, 4, 16)"
 
 
-def test_handout_forward_check_values(client):
+def test_base_model_forward_check_values(client):
     """004 section 9.8 prints logits shape torch.Size([16, 50, 26])."""
     v = post(client)["values"]
     assert v["check"]["logits"] == "(16, 50, 26)"
