@@ -24,14 +24,16 @@ from dataclasses import dataclass
 
 import torch
 
+# --8<-- [start:base]
 from .kv_cache import KVCache
 from .presets import get_preset
-from .serving import filled_cache
+from .serving import filled_cache  # a KVCache of the given shape and dtype, on meta
 
-BASE = get_preset("llama-3-8b")
+BASE = get_preset("llama-3-8b")  # the model shape every lever changes: L, h, n_kv, d_head
 MISTRAL_WINDOW = 4096
 GEMMA_WINDOW, GEMMA_LOCAL_PER_GLOBAL = 1024, 5
 MLA_LATENT, MLA_ROPE = 512, 64
+# --8<-- [end:base]
 
 
 @dataclass(frozen=True)
@@ -53,12 +55,12 @@ LEVERS = (
 )
 
 
+# --8<-- [start:levers]
 def _global_layers(n_layers: int) -> list[bool]:
     """True for the global layers of a local:global interleave: every sixth layer."""
     return [(i + 1) % (GEMMA_LOCAL_PER_GLOBAL + 1) == 0 for i in range(n_layers)]
 
 
-# --8<-- [start:levers]
 def cache_for(lever: str, context: int) -> tuple[KVCache, ...]:
     """The book's KVCache for one user after `context` tokens, as a model with `lever` fills it
     (and, for the 4-bit cache, a second one holding its scales)."""

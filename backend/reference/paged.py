@@ -24,6 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 
+# --8<-- [start:pool]
 class OutOfBlocks(RuntimeError):
     """The arena has no free block (paged) or no gap big enough (contiguous)."""
 
@@ -33,7 +34,6 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-# --8<-- [start:pool]
 class BlockPool:
     """Physical blocks: a free list, a reference count and a fill count per block, and the
     hashes of the full prompt blocks that may be reused (prefix caching)."""
@@ -76,6 +76,7 @@ class BlockPool:
 # --8<-- [end:pool]
 
 
+# --8<-- [start:paged]
 def full_block_hashes(tokens: list[int], block_size: int) -> list[int]:
     """One hash per *full* block of `tokens`, each chained on the one before it, so a block
     matches only when everything before it matches too. A partly filled last block gets none."""
@@ -86,7 +87,6 @@ def full_block_hashes(tokens: list[int], block_size: int) -> list[int]:
     return hashes
 
 
-# --8<-- [start:paged]
 class PagedKV:
     """Block tables over a `BlockPool`: a sequence gets a new block only when its last is full."""
 

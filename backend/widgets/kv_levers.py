@@ -50,27 +50,43 @@ def _figure(v: dict) -> dict:
     names = [lever.name for lever in LEVERS]
     colours = [COLORS["unscaled"] if lv.key == "mha" else
                COLORS["scaled"] if lv.key == "gqa" else SERIES[2] for lv in LEVERS]
-    data = [{"type": "bar", "orientation": "h", "y": names,
-             "x": [v[f"{lv.key}_user_gb"] for lv in LEVERS], "marker": {"color": colours},
+    sizes = [v[f"{lv.key}_user_gb"] for lv in LEVERS]
+    # a linear axis, so that bar lengths compare as sizes do, and each bar's value printed on it
+    data = [{"type": "bar", "orientation": "h", "y": names, "x": sizes,
+             "marker": {"color": colours}, "text": [_gb(x) for x in sizes],
+             "textposition": "outside", "cliponaxis": False,
              "hovertemplate": "%{y}: %{x:.3f} GB<extra></extra>", "name": "one user"}]
     layout = base_layout(
         360, showlegend=False,
-        xaxis={"title": {"text": f"one user's cache at {v['context_len']:,} tokens (GB)"},
-               "type": "log"},
+        xaxis={"title": {"text": f"GB, one user at {v['context_len']:,} tokens"},
+               "range": [0, 1.3 * max(sizes)]},
         yaxis={"autorange": "reversed", "automargin": True},
-        margin={"l": 10, "r": 10, "t": 20, "b": 50},
+        margin={"l": 10, "r": 20, "t": 20, "b": 50},
     )
     return {"data": data, "layout": layout,
             "narrow": {"height": 420, "yaxis": {"automargin": True, "tickfont": {"size": 10}}}}
 
 
+def _gb(x: float) -> str:
+    """A bar's label: two decimals, three below 0.1 GB so that the smallest still reads."""
+    return f"{x:.3f} GB" if x < 0.1 else f"{x:.2f} GB"
+
+
+def _against_built(cut: float) -> str:
+    """The cache against grouped-query as built, in words: 'n× smaller', 'n× larger', 'same'."""
+    if cut == 1:
+        return "same"
+    return f"{cut:.3g}× smaller" if cut > 1 else f"{1 / cut:.3g}× larger"
+
+
 def _table(v: dict) -> dict:
     rows = [[lv.name, lv.cached, f"{v[f'{lv.key}_bytes_per_token']:,}",
-             f"{v[f'{lv.key}_user_gb']:.2f}", f"{v[f'{lv.key}_cut']:.2f}×"] for lv in LEVERS]
+             f"{v[f'{lv.key}_user_gb']:.2f}", _against_built(v[f"{lv.key}_cut"])]
+            for lv in LEVERS]
     return {"caption": f"Llama-3-8B's cache under each lever, one user at "
                        f"{v['context_len']:,} tokens",
             "columns": ["lever", "one token, one layer", "bytes per token",
-                        "one user (GB)", "smaller than as built"],
+                        "one user (GB)", "against as built"],
             "rows": rows}
 
 

@@ -24,7 +24,8 @@ COLUMNS = 64  # cells per row of the arena picture
 CELLS = 2048  # cells in the picture, whatever the arena
 SEED = 0
 # the worked examples the chapter names: one request, a shared opening, parallel samples
-EXAMPLE_TOKENS = 1000
+EXAMPLE_TOKENS = 1000  # Exercise 1
+MATH_TOKENS = 200  # the math's worked example, a different length
 PREFIX_PROMPT, PREFIX_SHARED = 100, 40
 FORK_PROMPT, FORK_SAMPLES = 40, 4
 SPEC = WidgetSpec(
@@ -55,6 +56,8 @@ SPEC = WidgetSpec(
         Output("contiguous_running", "contiguous: requests running at once", ".1f"),
         Output("paged_running", "paged: requests running at once", ".1f"),
         Output("running_ratio", "paged runs this many times as many", ".2f"),
+        Output("paged_shared_share", "paged: memory holding prompt tokens shared by samples",
+               ".0%"),
         Output("paged_preempted", "paged: requests sent back to the queue", "d"),
     ),
     bake=({"block_size": 1}, {"block_size": 4}, {"block_size": 64}, {"block_size": 256},
@@ -100,10 +103,13 @@ def compute(params: dict) -> dict:
         "block_bytes": bs * per_token,
     })
     blocks, empty = one_request(EXAMPLE_TOKENS, bs)
+    m_blocks, m_empty = one_request(MATH_TOKENS, bs)
     held, unshared, copies = fork_blocks(FORK_PROMPT, FORK_SAMPLES, bs)
     values.update({
         "example_tokens": EXAMPLE_TOKENS, "example_blocks": blocks, "example_empty": empty,
         "example_empty_bytes": empty * per_token,
+        "math_tokens": MATH_TOKENS, "math_blocks": m_blocks, "math_empty": m_empty,
+        "math_empty_bytes": m_empty * per_token,
         "prefix_shared": PREFIX_SHARED, "prefix_hit_tokens": prefix_hit(PREFIX_PROMPT,
                                                                         PREFIX_SHARED, bs),
         "fork_prompt": FORK_PROMPT, "fork_samples": FORK_SAMPLES, "fork_blocks": held,
@@ -119,7 +125,7 @@ LEGEND = {SLOT["token"]: "token", SLOT["shared"]: "token shared by samples",
           SLOT["reserved"]: "empty slot of an allocation",
           SLOT["never"]: "reserved past the answer's end",
           SLOT["free"]: "free"}
-TONES = {SLOT["free"]: "rgba(127,127,127,0.18)", SLOT["token"]: SERIES[0],
+TONES = {SLOT["free"]: COLORS["guide"], SLOT["token"]: SERIES[0],
          SLOT["reserved"]: COLORS["accent"], SLOT["never"]: COLORS["unscaled"],
          SLOT["shared"]: COLORS["good"]}
 
@@ -162,7 +168,7 @@ def _figure(runs: dict, budget: int) -> dict:
         xaxis2={**hidden, "domain": [0, 1], "anchor": "y2"},
         yaxis2={**hidden, "domain": [0, 0.45], "autorange": "reversed"},
         annotations=[
-            {"text": f"contiguous: reserved for the maximum length (one cell = {per} slots)",
+            {"text": f"contiguous, max length reserved (cell = {per} slots)",
              "x": 0, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "left",
              "yanchor": "bottom", "showarrow": False},
             {"text": "paged: blocks taken as tokens arrive",
@@ -181,7 +187,8 @@ def _summary(params: dict, v: dict) -> str:
             f"{v['contiguous_token_share']:.0%} of the memory holds tokens and "
             f"{v['contiguous_running']:.1f} requests run at once; in blocks of "
             f"{params['block_size']}, {v['paged_token_share']:.0%} holds tokens and "
-            f"{v['paged_running']:.1f} run at once.")
+            f"{v['paged_running']:.1f} run at once, with {v['paged_shared_share']:.0%} of the "
+            f"memory holding prompt tokens that several samples read.")
 
 
 def _table(v: dict) -> dict:
@@ -189,9 +196,11 @@ def _table(v: dict) -> dict:
     for s in SCHEMES:
         rows.append([s, f"{v[f'{s}_token_share']:.0%}", f"{v[f'{s}_empty_share']:.0%}",
                      f"{v[f'{s}_never_share']:.0%}", f"{v[f'{s}_free_share']:.0%}",
+                     f"{v['paged_shared_share']:.0%}" if s == "paged" else "none",
                      f"{v[f'{s}_running']:.1f}", f"{v[f'{s}_finished']:,}"])
     return {"caption": "Where the arena's memory goes, averaged over the measured steps",
             "columns": ["scheme", "holds tokens", "allocated, empty now",
-                        "of which never written", "free", "requests at once",
+                        "of which never written", "free", "shared by samples",
+                        "requests at once",
                         "requests finished"],
             "rows": rows}

@@ -92,6 +92,35 @@ def test_larger_blocks_leave_more_empty():
     assert all(s > pv()["contiguous_token_share"] for s in shares)
 
 
+def test_blocks_as_long_as_the_requests_lose_pagings_lead():
+    """"Make blocks as long as the requests, or longer": at blocks of 256 for requests of mean
+    and maximum 64, paged holds tokens in less of the arena than contiguous and runs fewer;
+    at 256 for all three the two run about as many; paging wins at blocks well below the max."""
+    small = pv(block_size=256, mean_len=64, max_len=64)
+    assert small["paged_token_share"] < small["contiguous_token_share"] / 2
+    assert small["running_ratio"] < 0.5  # "runs only 0.25 times as many"
+    even = pv(block_size=256, mean_len=256, max_len=256)
+    assert abs(even["running_ratio"] - 1) < 0.05  # "about as many"
+    assert pv(block_size=16, mean_len=64, max_len=64)["running_ratio"] > 1  # blocks < max: wins
+
+
+def test_each_preemption_recomputes_from_the_start():
+    """"Each time, that request's tokens are computed again, from the start": a preempted
+    request goes back to the queue whole, holding no blocks."""
+    from collections import deque
+
+    from backend.reference.paged import Replay, Request, _write
+    kv = PagedKV(2, 4)
+    kv.add((0, 0), 4)
+    kv.add((1, 0), 4)  # both blocks full: request 0's next token needs a block
+    newest = Request(4, (3,))
+    running = {0: (Request(4, (4,)), [0]), 1: (newest, [0])}
+    queue, out = deque(), Replay("paged", 8)
+    assert _write(kv, running, queue, 0, 0, out, True)
+    assert 1 not in running and (1, 0) not in kv.tables  # the newest gave up all its blocks
+    assert list(queue) == [newest] and out.preempted == 1  # and waits to start over
+
+
 def test_a_longer_maximum_hurts_only_the_contiguous_scheme():
     base, long = pv(), pv(max_len=4096)
     assert long["contiguous_token_share"] < base["contiguous_token_share"] / 2
@@ -108,6 +137,14 @@ def test_parallel_samples_share_and_widen_the_gap():
     one, four = pv(), pv(samples=4)
     assert one["paged_shared_share"] == 0 < four["paged_shared_share"]
     assert four["running_ratio"] > one["running_ratio"]
+    # the widget shows the shared share the bullet and Exercise 2 send the reader to read
+    assert "paged_shared_share" in {o.name for o in pw.SPEC.outputs}
+    out = pw.compute(pw.SPEC.resolve({"samples": 4}))
+    shown = f"{four['paged_shared_share']:.0%}"
+    assert shown in out["summary"]
+    cols = out["table"]["columns"]
+    paged_row = [r for r in out["table"]["rows"] if r[0] == "paged"][0]
+    assert paged_row[cols.index("shared by samples")] == shown
 
 
 # ------------------------------------------------------------------------------- the math
@@ -118,6 +155,11 @@ def test_empty_slots_are_fewer_than_one_block(bs):
     assert v["example_blocks"] == cdiv(1000, bs)
     assert v["example_empty"] == bs * v["example_blocks"] - 1000 <= bs - 1
     assert v["example_empty_bytes"] == v["example_empty"] * 131_072
+    # the math's example is another length than Exercise 1's, so it does not print the answer
+    assert v["math_tokens"] != v["example_tokens"]
+    assert v["math_blocks"] == cdiv(v["math_tokens"], bs)
+    assert v["math_empty"] == bs * v["math_blocks"] - v["math_tokens"] <= bs - 1
+    assert v["math_empty_bytes"] == v["math_empty"] * 131_072
     assert v["block_bytes"] == bs * 131_072
     # in the replay: at most one partly empty block per running sequence (one sample)
     assert v["paged_empty_share"] * 16384 <= v["paged_running"] * (bs - 1) + 1e-9
@@ -170,9 +212,21 @@ def test_per_token_mla_and_4bit_are_smallest_and_windows_win_long():
 
 
 def test_check_yourself_at_2000_tokens_4bit_beats_the_window():
-    # below the window the window saves nothing; 4-bit is about a quarter at any length
+    # below the window the window saves nothing; 4-bit is about a quarter (plus its scales)
+    # at any length: a little more than a quarter, never less
     assert kl.user_bytes("window", 2000) == kl.user_bytes("gqa", 2000)
     assert kl.user_bytes("int4", 2000) < kl.user_bytes("window", 2000) / 3
+    for t in (1000, 2000, 32768, 131072):
+        assert 3.5 < kl.user_bytes("gqa", t) / kl.user_bytes("int4", t) < 4
+
+
+def test_fp8_here_counts_values_only_and_serving_adds_a_scale_per_vector():
+    from backend.widgets import kv_cache as kw
+    s = kw.compute(kw.SPEC.resolve({"dtype": "fp8"}))["values"]
+    v = lv()
+    assert v["fp8_bytes_per_token"] == s["values_per_token_bytes"] == 65_536
+    assert s["scales_per_token_bytes"] == 1_024 > 0  # "a scale per key and per value vector"
+    assert s["scales_per_token_bytes"] == 2 * 32 * 8 * 2  # K and V, 32 layers, 8 heads, fp16
 
 
 # ------------------------------------------------------------------------------- reading line

@@ -28,6 +28,7 @@ def test_defaults_every_slot_is_accounted_and_paging_holds_more_tokens(client):
     assert v["bytes_per_token"] == 131_072
     assert v["arena_gb"] == pytest.approx(16384 * 131_072 / 1e9)
     assert "run at once" in out["summary"] and len(out["table"]["rows"]) == 2
+    assert all(len(r) == len(out["table"]["columns"]) for r in out["table"]["rows"])
 
 
 def test_the_picture_is_the_arena_in_cells(client):
@@ -66,3 +67,26 @@ def test_levers_widget_table_and_bars(client):
     assert v["window_user_bytes"] == 4096 * 131_072
     assert len(out["table"]["rows"]) == len(out["figure"]["data"][0]["y"]) == 8
     assert client.post("/api/widgets/kv_levers", json={"context_len": 10}).status_code == 400
+
+
+def test_the_free_swatch_is_a_visible_palette_colour_and_the_headings_are_short(client):
+    from backend.widgets.style import COLORS
+    fig = post(client)["figure"]
+    free = [t for t in fig["data"] if t.get("name") == "free"][0]
+    assert free["marker"]["color"] == COLORS["guide"]
+    # at 390 px a heading longer than this is cut before its cell size
+    assert all(len(a["text"]) <= 50 for a in fig["layout"]["annotations"])
+    assert "8 slots" in fig["layout"]["annotations"][0]["text"]
+
+
+def test_levers_bars_are_linear_and_labelled_and_the_table_says_larger_or_smaller(client):
+    out = post(client, "/api/widgets/kv_levers", context_len=32768)
+    bar, layout = out["figure"]["data"][0], out["figure"]["layout"]
+    assert layout["xaxis"].get("type", "linear") == "linear"
+    assert len(bar["text"]) == 8 and all(t.endswith(" GB") for t in bar["text"])
+    assert len(layout["xaxis"]["title"]["text"]) <= 32  # not cut at 390 px
+    col = out["table"]["columns"].index("against as built")
+    by_name = {r[0]: r[col] for r in out["table"]["rows"]}
+    assert by_name["multi-head (n_kv = h)"] == "4× larger"
+    assert by_name["grouped-query (as built)"] == "same"
+    assert by_name["sliding window, 4,096"] == "8× smaller"
