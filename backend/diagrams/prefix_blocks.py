@@ -16,14 +16,14 @@ def draw(tokens: int = 80, shared: int = 40, block: int = 16) -> Canvas:
     if not (1 <= block and 1 <= tokens <= 12 * block and 0 <= shared <= tokens):
         raise ValueError("block >= 1, 1 <= tokens <= 12 blocks, 0 <= shared <= tokens")
     n_blocks = math.ceil(tokens / block)
-    hit = cached_prefix_tokens(shared, block)
+    hit = cached_prefix_tokens(shared, block, prompt=tokens)  # never the prompt's last token
     left, top, bar_w, bar_h = 10, 60, 340, 26
     unit = bar_w / (n_blocks * block)
     desc = (f"A prompt of {tokens} tokens kept in {n_blocks} blocks of {block}. Its first "
             f"{shared} tokens are the same as an earlier request's. Only whole blocks of them "
             f"can be reused: {hit // block} block{'s' if hit // block != 1 else ''}, "
             f"{hit} tokens, come from the cache; the other {tokens - hit} tokens"
-            + (f", including the {shared - hit} shared tokens of the part-filled block,"
+            + (f", including {shared - hit} of the shared tokens,"
                if shared > hit else "")
             + " are prefilled again.")
     c = Canvas(360, top + bar_h + 84, title="A prefix cache reuses whole blocks only",

@@ -170,12 +170,19 @@ def users_fit(memory_bytes: int, weights: int, per_user: int) -> Fit:
 
 
 # --8<-- [start:prefix_hit]
-def cached_prefix_tokens(shared: int, block: int = 1, minimum: int = 0) -> int:
+def cached_prefix_tokens(shared: int, block: int = 1, minimum: int = 0,
+                         prompt: int | None = None) -> int:
     """How many of a prompt's first `shared` tokens (identical to an earlier request's) a prefix
     cache can serve: whole blocks only (a self-hosted engine keeps keys and values in blocks,
     vLLM's of 16 tokens; OpenAI's cache grows in steps of 128), and nothing at all below the
-    provider's minimum cacheable length (1,024 tokens at OpenAI and for most Anthropic models)."""
+    provider's minimum cacheable length (at least 1,024 tokens at OpenAI and Anthropic).
+
+    Given the `prompt`'s length, at most its first `prompt - 1` tokens come from the cache: an
+    engine must still run the last prompt token through the model to get the logits of the
+    first new token (vLLM caps a hit at the prompt's length minus one)."""
+    if prompt is not None:
+        shared = min(shared, prompt - 1)
     if shared < minimum:
         return 0
-    return shared // block * block
+    return max(0, shared) // block * block
 # --8<-- [end:prefix_hit]

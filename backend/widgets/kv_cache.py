@@ -235,21 +235,28 @@ def _card(params: dict) -> str:
     return f"{c.name} ({c.reported_gib} GiB = {c.memory_bytes / GB:.4g} GB as CUDA reports)"
 
 
+def _the_card(params: dict) -> str:
+    """The card after 'in': "the A100 80 GB (...)", but "a 24 GB card (...)" for the card that
+    is named with its own article."""
+    name = _card(params)
+    return name if name.startswith(("a ", "an ")) else f"the {name}"
+
+
 def _notice(params: dict, v: dict) -> str:
     if v["memory_only"]:
         return (f"Memory alone would hold {v['users_fit']:,} users at "
                 f"{_tokens(params['context_len'])}, but long before that many, compute and the "
                 f"server's limit on sequences per batch bind: this count is memory's only.")
     if not v["weights_fit"]:
-        return (f"The weights alone ({v['weights_gb']:.1f} GB) do not fit in the "
-                f"{_card(params)}: no user fits, so users at T is 0.")
+        return (f"The weights alone ({v['weights_gb']:.1f} GB) do not fit in "
+                f"{_the_card(params)}: no user fits, so users at T is 0.")
     if not v["batch_fits"]:
         B = params["batch"]
         return (f"{_users(B)} at {_tokens(params['context_len'])} "
                 f"{'needs' if B == 1 else 'need'} {_gb(v['total_gb'], '.1f')} of cache; beside "
                 f"the weights "
                 f"{'none fits' if v['users_fit'] == 0 else 'only ' + format(v['users_fit'], ',') + ' fit'} "
-                f"in the {_card(params)}.")
+                f"in {_the_card(params)}.")
     return ""
 
 
@@ -324,22 +331,28 @@ def _summary(params: dict, v: dict) -> str:
     return (f"{_name(params)} keeps {v['bytes_per_token']:,} bytes of keys and values per token "
             f"in {params['dtype']}, so {_users(B)} at {_tokens(T)} {'holds' if B == 1 else 'hold'} "
             f"{_gb(v['total_gb'])}; "
-            f"with one key/value head per query head it would be {v['gqa_saving_factor']:.3g} "
-            f"times as much. Beside {_gb(v['weights_gb'], '.4g')} of weights, "
-            f"{_fit_clause(v['users_fit'])} in the {_card(params)}"
+            + (f"it is already multi-head, with one key/value head per query head. "
+               if params["n_kv"] == params["n_heads"] else
+               f"with one key/value head per query head it would be "
+               f"{v['gqa_saving_factor']:.3g} times as much. ")
+            + f"Beside {_gb(v['weights_gb'], '.4g')} of weights, "
+            f"{_fit_clause(v['users_fit'])} in {_the_card(params)}"
             + (f"; {v['users_fit_vllm']:,} in the {v['vllm_utilization']:.0%} of it that a "
                f"vLLM server plans in by default." if v["users_fit"] else "."))
 
 
 def _table(params: dict, v: dict) -> dict:
     B, h, kv = params["batch"], params["n_heads"], params["n_kv"]
-    rows = [[f"{t:,}", f"{sizes(params, kv, t, B) / GB:.4g}", f"{sizes(params, h, t, B) / GB:.4g}"]
-            for t in CURVE]
+    mha = kv != h  # a multi-head model's own column is already the n_kv = h one
+    rows = [[f"{t:,}", f"{sizes(params, kv, t, B) / GB:.4g}"]
+            + ([f"{sizes(params, h, t, B) / GB:.4g}"] if mha else []) for t in CURVE]
+    against = (f"n_kv = {kv} against n_kv = h = {h}" if mha
+               else f"n_kv = h = {h} (already multi-head)")
     return {
-        "caption": (f"Cache of {_users(B)} in GB (10⁹ bytes) by context length, n_kv = {kv} "
-                    f"against n_kv = h = {h}; weights {v['weights_gb']:.4g} GB, "
-                    f"{_card(params)}, "
+        "caption": (f"Cache of {_users(B)} in GB (10⁹ bytes) by context length, {against}; "
+                    f"weights {v['weights_gb']:.4g} GB, {_card(params)}, "
                     f"{v['free_gb']:.4g} GB free after the weights."),
-        "columns": ["context length T", f"cache, n_kv = {kv} (GB)", f"cache, n_kv = {h} (GB)"],
+        "columns": ["context length T", f"cache, n_kv = {kv} (GB)"]
+                   + ([f"cache, n_kv = {h} (GB)"] if mha else []),
         "rows": rows,
     }

@@ -17,8 +17,9 @@ from backend.widgets.style import COLORS, SERIES, base_layout
 
 MAX_TOKENS = 131_072  # a long context window; the sliders move in powers of two
 # What a cache can serve of a shared prefix. Providers: nothing below a minimum cacheable length
-# (1,024 tokens at OpenAI and for most Anthropic models), then OpenAI's steps of 128 tokens.
-# Self-hosted engines: whole blocks of keys and values (vLLM's default block is 16 tokens).
+# (at least 1,024 tokens at OpenAI and Anthropic, more for some Anthropic models), then OpenAI's
+# steps of 128 tokens. Self-hosted engines: whole blocks of keys and values (vLLM's default block
+# is 16 tokens), and never the prompt's last token, which must run to give the first new token.
 PROVIDER_MINIMUM, PROVIDER_STEP, ENGINE_BLOCK = 1024, 128, 16
 SPEC = WidgetSpec(
     name="prefix_cache_cost",
@@ -41,7 +42,9 @@ SPEC = WidgetSpec(
               step=0.01, unit="$ per million tokens"),
         Param("price_write", "cache write price", "float", default=12.5, min=0.0, max=200.0,
               step=0.01, unit="$ per million tokens",
-              help="What the first request pays for the prefix it writes to the cache."),
+              help="What the first request pays for the prefix it writes to the cache. At least "
+                   "the input price: a provider that charges nothing extra for the write bills "
+                   "it at the input price, so set the two equal."),
     ),
     outputs=(
         Output("cost_full", "per request, no caching ($)", ".5f"),
@@ -64,6 +67,12 @@ def compute(params: dict) -> dict:
         raise ParamError(f"'{labels['cached_tokens']}' must be from 1 to '{labels['input_tokens']}' "
                          f"({n_in:,}); got {n_cached:,}", "cached_tokens")
     p_in, p_out = params["price_input"], params["price_output"]
+    if params["price_write"] < p_in:
+        labels = {p.name: p.label for p in SPEC.params}
+        raise ParamError(f"'{labels['price_write']}' must be at least the '{labels['price_input']}' "
+                         f"({p_in:g}): writing the prefix computes it as an uncached input does, "
+                         f"and nothing extra for the write means the input price; "
+                         f"got {params['price_write']:g}", "price_write")
     full = pricing.bill(n_in, n_out, 0, p_in, p_out, params["price_cached"])
     cached = pricing.bill(n_in, n_out, n_cached, p_in, p_out, params["price_cached"])
     write = pricing.first_write(n_in, n_out, n_cached, p_in, p_out, params["price_write"])
@@ -84,14 +93,14 @@ def compute(params: dict) -> dict:
         "provider_step": PROVIDER_STEP,
         "engine_block": ENGINE_BLOCK,
         "cacheable_provider": cached_prefix_tokens(n_cached, PROVIDER_STEP, PROVIDER_MINIMUM),
-        "cacheable_engine": cached_prefix_tokens(n_cached, ENGINE_BLOCK),
+        "cacheable_engine": cached_prefix_tokens(n_cached, ENGINE_BLOCK, prompt=n_in),
     }
     out = {"values": values, "figure": _figure(full, write, cached, n_cached),
            "summary": _summary(params, values), "table": _table(full, write, cached)}
     if n_cached < PROVIDER_MINIMUM:
         out["notice"] = (f"This bill assumes all {n_cached:,} prefix tokens are cached. A provider "
-                         f"with a {PROVIDER_MINIMUM:,}-token minimum (OpenAI, most Anthropic "
-                         f"models) caches none of a prefix this short; a self-hosted engine with "
+                         f"with a {PROVIDER_MINIMUM:,}-token minimum (OpenAI, Anthropic; some "
+                         f"Anthropic models need more) caches none of a prefix this short; a self-hosted engine with "
                          f"blocks of {ENGINE_BLOCK} reuses {values['cacheable_engine']:,} of them.")
     if even is None:
         out["notice"] = out.get("notice", "") + (" " if "notice" in out else "") + ("A cached request costs no less than an uncached one at these prices, "

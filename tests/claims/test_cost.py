@@ -48,7 +48,7 @@ def test_the_handouts_table_of_work():
 
 
 # "At 128,000 tokens one head's scores in bfloat16 are 32.8 GB; a layer of 32 heads needs
-# 1,049 GB, about 7 times the 150 GB an H200 reports. Stored whole, it cannot fit on any one
+# 1,049 GB, about 7 times the 150 GB an H200 reports (sold as 141 GB ...). Stored whole, it cannot fit on any one
 # accelerator." And later: "the whole table is several times too big for any one accelerator".
 def test_a_layer_of_scores_at_128k_is_about_seven_h200s():
     from backend.reference.serving import CARDS
@@ -60,6 +60,7 @@ def test_a_layer_of_scores_at_128k_is_about_seven_h200s():
     assert f"{v['h200s_for_128k_layer']:.0f}" == "7" and 6.9 < v["h200s_for_128k_layer"] < 7
     h200 = kv_cache.compute(kv_cache.SPEC.resolve({"memory": "141"}))["values"]["memory_gb"]
     assert f"{h200:.0f}" == "150" and h200 == v["h200_gb"]
+    assert CARDS["141"].sold_gb == 141
     assert t["score_bytes_32"] > 3 * max(c.memory_bytes for c in CARDS.values())
 
 
@@ -71,6 +72,20 @@ def test_a_decode_step_scores_one_row():
     k = v = torch.randn(1, 4, 300, 16)                 # the cache: 300 keys and values
     _, weights = scaled_dot_product_attention(q, k, v)
     assert weights.shape == (1, 4, 1, 300)
+
+
+# Check yourself: "generates its 1,000th answer token over a 100,000-token prompt ... One row per
+# head: 1 x 100,999 scores (the prompt plus the 999 answer tokens before it)"
+def test_the_1000th_answer_tokens_step_scores_one_row_of_100999():
+    from backend.reference.attention import scaled_dot_product_attention
+
+    prompt, k = 1000, 1000                    # scaled down 100x in the prompt; same arithmetic
+    keys = prompt + (k - 1)                   # the step producing answer token k
+    q = torch.randn(1, 2, 1, 8)
+    kv = torch.randn(1, 2, keys, 8)
+    _, weights = scaled_dot_product_attention(q, kv, kv)
+    assert weights.shape[-2:] == (1, keys)
+    assert 100_000 + (1000 - 1) == 100_999
 
 
 # "the quadratic term only overtakes the projections at T = 2d" and "at T = d the projections
@@ -324,6 +339,11 @@ def test_bfloat16_lowers_the_memory_ceiling():
     f32, bf16 = values(context_len=16), values(context_len=16, dtype="bfloat16")
     assert bf16["ceiling_memory"] < f32["ceiling_memory"]
     assert (bf16["ceiling_memory"], f32["ceiling_memory"]) == (5181, 5792)
+    # "The same memory (half of this CPU's stated 512 MiB, by the widget's memory rule)"
+    assert w.MEMORY_SHARE == 0.5 and f32["memory_mib"] == 512
+    half = int(f32["memory_mib"] * 2**20 * w.MEMORY_SHARE)
+    assert f32["ceiling_memory"] ** 2 * 8 <= half < (f32["ceiling_memory"] + 1) ** 2 * 8
+    assert bf16["ceiling_memory"] ** 2 * 10 <= half < (bf16["ceiling_memory"] + 1) ** 2 * 10
     # and it is the measured peak that holds 10 bytes per pair (the 2 + 4 + 4 of the prose)
     assert values(context_len=TOP, dtype="bfloat16")["peak_bytes_eager"] >= 10 * TOP * TOP
 

@@ -134,6 +134,23 @@ def test_the_numbers_of_the_try_list():
     assert mha["users_fit"] < v()["users_fit"] < mqa["users_fit"]
     assert v(preset="llama-2-7b")["bytes_per_token"] == 524_288
     assert v(preset="llama-2-7b")["users_fit"] < v()["users_fit"]
+    # "by the memory arithmetic alone at most 16 users at 8,192 tokens ... (Llama 2 itself reads
+    # at most 4,096 tokens; the widget's slider does not stop there)"
+    from backend.reference.presets import get_preset
+    assert v(preset="llama-2-7b")["users_fit"] == 16
+    assert get_preset("llama-2-7b").max_seq_len == 4096 < 8192
+    assert v(preset="llama-2-7b", context_len=8192)["users_fit"] == 16
+
+
+# "(Llama 3 8B itself reads at most 8,192 tokens; Llama 3.1 8B has exactly the same shapes and
+# reads up to 128K, so this chapter's long-context figures for "Llama 3 8B" are Llama 3.1 8B's.)"
+def test_the_long_context_figures_are_llama_3_1s_same_shapes():
+    from backend.reference.presets import get_preset
+    cfg = get_preset("llama-3-8b")
+    assert cfg.max_seq_len == 8192 < 128_000 <= 128 * 1024
+    # Llama 3.1 8B's published shapes (config.json): what the cache's size depends on
+    llama_3_1_8b = {"n_layers": 32, "n_heads": 32, "n_kv_heads": 8, "d_head": 128}
+    assert {k: getattr(cfg, k) for k in llama_3_1_8b} == llama_3_1_8b
 
 
 @pytest.mark.parametrize("h", [1, 2, 8, 12, 32, 64, 128])
@@ -218,11 +235,16 @@ def test_long_conversations_cost_about_sixteen_times_as_much_per_token():
         == ("20.8", "1.32")
 
 
-# "vLLM, by default, plans its cache in 90% of the card ... 56 such users on the A100 and 110 on
-# the H200"; "counting every user at the full context length overstates the need"
+# "vLLM, by default, plans its cache in 90% of the card ..., and activations and its own buffers
+# take part of that. Even if the cache got all of that 90% beyond the weights, it would hold at
+# most 56 such users on the A100 and 110 on the H200"; "counting every user at the full context
+# length overstates the need"
 def test_the_vllm_anchor_is_below_the_upper_bound():
     a100, h200 = v(), v(memory="141")
     assert (a100["users_fit_vllm"], h200["users_fit_vllm"]) == (56, 110)
+    for s in (a100, h200):  # "at most": nothing is subtracted for activations or buffers
+        assert s["users_fit_vllm"] == (int(s["memory_bytes"] * 0.9) - s["weights_bytes"]) \
+            // s["per_user_bytes"]
     assert f"{a100['vllm_utilization']:.0%}" == "90%"
     for preset in DECODER_PRESETS:
         for memory in kc.MEMORIES:
@@ -349,6 +371,9 @@ def test_the_long_prefix_headline():
     assert c["provider_minimum"] <= 3500
 
 
+# "OpenAI and Anthropic cache nothing shorter than 1,024 tokens, and some of Anthropic's models
+# need more, 2,048 or 4,096, as of 2026": the widget counts the lowest minimum, so its
+# "earns nothing" below it holds at every provider.
 # "350 tokens are under the providers' minimum, so there it earns nothing; a self-hosted engine
 # would reuse 336 of them, its whole blocks." "Only whole blocks of the shared prefix are reused"
 def test_a_short_prefix_earns_nothing_at_a_provider_and_whole_blocks_in_an_engine():
@@ -377,3 +402,13 @@ def test_no_value_that_starts_a_line_renders_as_a_list_marker():
         if line.lstrip().startswith("{{ value("):
             shown = VALUE_CALL.sub(lambda m: render_value_call(m, "serving.md"), line).lstrip()
             assert not re.match(r"\d+[.)](\s|$)", shown), f"line {n}: {shown[:40]!r}"
+
+
+# The units box: "Cache sizes in the paragraph above are in GiB (2^30 bytes) ...; everywhere else
+# sizes are in GB". The paragraph right above the box quotes total_gib, and no total_gb.
+def test_the_units_box_speaks_of_the_paragraph_above_it():
+    text = (Path(__file__).resolve().parents[2] / "docs/chapters/serving.md").read_text()
+    box = text.index('!!! note "Units, and what a card really holds"')
+    assert "Cache sizes in the paragraph above are in GiB" in text[box:box + 400]
+    above = text[:box].rstrip().rsplit("\n\n", 1)[-1]
+    assert '"total_gib"' in above and '"total_gb"' not in above

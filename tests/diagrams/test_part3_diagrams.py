@@ -72,7 +72,7 @@ def test_impossible_settings_are_refused():
 def test_the_memory_budget_is_the_reference_arithmetic():
     from backend.diagrams import memory_budget
     from backend.reference.presets import get_preset
-    from backend.reference.serving import GB, cache_bytes, users_fit, weights_bytes
+    from backend.reference.serving import CARDS, GB, cache_bytes, users_fit, weights_bytes
 
     cfg = get_preset("llama-3-8b")
     # the diagram's per-user bytes are what the reference cache holds (checked at 64 tokens;
@@ -80,13 +80,41 @@ def test_the_memory_budget_is_the_reference_arithmetic():
     held, scales = cache_bytes(cfg.n_layers, cfg.n_kv_heads, cfg.d_head, 64)
     assert scales == 0 and memory_budget.per_user_bytes(
         cfg.n_layers, cfg.n_kv_heads, cfg.d_head, 64) == held
-    c = memory_budget.draw("llama-3-8b", memory_gb=80, context=8192)
+    c = memory_budget.draw("llama-3-8b", memory="80", context=8192)
+    card = CARDS["80"]
     per_user = memory_budget.per_user_bytes(cfg.n_layers, 8, cfg.d_head, 8192)
-    fit = users_fit(80 * GB, weights_bytes(cfg), per_user)
+    fit = users_fit(card.memory_bytes, weights_bytes(cfg), per_user)
     assert f"{fit.users} users × {per_user / GB:.2f} GB" in c.texts()
+    mha_cfg = cfg.replace(n_kv_heads=cfg.n_heads)
     mha = memory_budget.per_user_bytes(cfg.n_layers, 32, cfg.d_head, 8192)
     assert mha == 4 * per_user
-    assert f"{users_fit(80 * GB, weights_bytes(cfg), mha).users} users × {mha / GB:.2f} GB" in c.texts()
+    mha_fit = users_fit(card.memory_bytes, weights_bytes(mha_cfg), mha)
+    assert f"{mha_fit.users} users × {mha / GB:.2f} GB" in c.texts()
+    assert f"{weights_bytes(mha_cfg) / GB:.1f} GB once" in c.texts()
+    # the card is the one CUDA reports (85.0 GB), not the 80 GB it is sold by, with its article
+    assert any("A100 80 GB (85.0 GB)" in t for t in c.texts())
+    assert "an A100 80 GB" in c.desc and " a 80 GB" not in c.desc
+
+
+def test_the_memory_budget_counts_the_users_the_kv_cache_widget_counts():
+    """Figure and text agree: each row's users are the kv_cache widget's users_fit (the
+    multi-head row as the custom model with n_kv = h, whose weights are its own)."""
+    from backend.diagrams import memory_budget
+    from backend.widgets import kv_cache
+
+    def widget(**kw):
+        return kv_cache.compute(kv_cache.SPEC.resolve(kw))["values"]
+
+    for memory in ("24", "80", "141"):
+        for context in (2048, 8192):
+            rows = memory_budget.rows_of("llama-3-8b", memory, context)
+            texts = memory_budget.draw("llama-3-8b", memory=memory, context=context).texts()
+            got = [int(t.split()[0]) for t in texts if "users ×" in t]
+            gqa = widget(preset="llama-3-8b", memory=memory, context_len=context)
+            mha = widget(preset="custom", n_kv=32, memory=memory, context_len=context)
+            assert got == [r["fit"].users for r in rows] == [gqa["users_fit"], mha["users_fit"]]
+            assert [r["weights"] for r in rows] == [gqa["weights_bytes"], mha["weights_bytes"]]
+    assert [r["fit"].users for r in memory_budget.rows_of("llama-3-8b", "80", 8192)] == [64, 15]
 
 
 def test_more_memory_or_shorter_contexts_fit_more_users():
@@ -95,6 +123,6 @@ def test_more_memory_or_shorter_contexts_fit_more_users():
     def users(**kw):
         return int(next(t for t in memory_budget.draw(**kw).texts() if "users ×" in t).split()[0])
 
-    assert users(memory_gb=141) > users(memory_gb=80)
+    assert users(memory="141") > users(memory="80")
     assert users(context=2048) > users(context=8192)
     assert len([t for t in memory_budget.draw("llama-2-7b").texts() if "users ×" in t]) == 1

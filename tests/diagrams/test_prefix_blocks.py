@@ -38,3 +38,14 @@ def test_the_reference_rule_whole_blocks_and_a_minimum():
     assert cached_prefix_tokens(3500, 128, minimum=1024) == 3456
     assert cached_prefix_tokens(3500, 16) == 3488
     assert "32 tokens, come from the cache" in prefix_blocks.draw(tokens=80, shared=40).desc
+
+
+def test_a_wholly_shared_prompt_still_runs_its_last_token():
+    """An engine must run the prompt's last token to get the first new token's logits (vLLM caps
+    a hit at the prompt minus one), so a prompt shared whole reuses the blocks before it."""
+    assert cached_prefix_tokens(400, 16, prompt=400) == 384
+    assert cached_prefix_tokens(399, 16, prompt=400) == 384
+    assert cached_prefix_tokens(350, 16, prompt=400) == 336
+    assert cached_prefix_tokens(1, 16, prompt=1) == 0
+    c = prefix_blocks.draw(tokens=80, shared=80, block=16)
+    assert "from the cache: 64 tokens" in c.texts() and "prefilled again: 16 tokens" in c.texts()

@@ -165,3 +165,25 @@ def test_the_summary_reads_as_a_sentence_at_the_edges(client):
     single = post(client, context_len=524_288)
     assert "at most 1 user at this length fits" in single["summary"]
     assert "a vLLM server plans in by default" in post(client)["summary"]
+
+
+def test_a_multi_head_model_is_said_to_be_one_and_its_column_is_not_doubled(client):
+    mha = post(client, preset="llama-2-7b")
+    assert "it is already multi-head" in mha["summary"] and "1 times" not in mha["summary"]
+    assert "n_kv = h = 32 (already multi-head)" in mha["table"]["caption"]
+    assert "against" not in mha["table"]["caption"]
+    assert mha["table"]["columns"] == ["context length T", "cache, n_kv = 32 (GB)"]
+    assert all(len(r) == 2 for r in mha["table"]["rows"])
+    same = post(client, n_kv=32)  # the custom model with n_kv = h
+    assert "it is already multi-head" in same["summary"] and len(same["table"]["columns"]) == 2
+    gqa = post(client)
+    assert "it would be 4 times as much" in gqa["summary"]
+    assert "n_kv = 8 against n_kv = h = 32" in gqa["table"]["caption"]
+    assert len(gqa["table"]["columns"]) == 3
+
+
+def test_the_24_gb_card_keeps_its_own_article(client):
+    out = post(client, memory="24", preset="llama-3-8b", context_len=131_072)
+    assert "in a 24 GB card" in out["summary"] and "the a 24" not in out["summary"]
+    assert "in a 24 GB card" in out["notice"] and "the a 24" not in out["notice"]
+    assert "in the A100 80 GB" in post(client)["summary"]

@@ -31,17 +31,35 @@ def test_cached_price_equal_to_input_price_never_pays_back(client):
     assert "never pays for itself" in out["notice"]
 
 
-def test_a_free_write_does_not_pay_back_when_a_cached_request_costs_more(client):
-    out = post(client, price_cached=200, price_write=0)
+def test_a_write_at_the_input_price_does_not_pay_back_when_a_cached_request_costs_more(client):
+    out = post(client, price_cached=200, price_write=10)
     v = out["values"]
-    assert v["cost_first_write"] < v["cost_full"] < v["cost_cached"]
+    assert v["cost_first_write"] == v["cost_full"] < v["cost_cached"]
     assert v["pays_back"] is False and v["break_even_requests"] == 0 and "never" in out["notice"]
     assert "739% more" in out["summary"]
 
 
-def test_a_free_write_with_a_cheaper_read_pays_at_once(client):
-    v = post(client, price_write=0)["values"]
+def test_nothing_extra_for_the_write_with_a_cheaper_read_pays_at_once(client):
+    v = post(client, price_write=10)["values"]
+    assert v["write_premium"] == 0 and v["cost_first_write"] == v["cost_full"]
     assert v["pays_back"] is True and v["break_even_requests"] == 1
+
+
+@pytest.mark.parametrize("write, price_input", [(0, 10), (9.99, 10), (12.5, 20)])
+def test_a_write_price_below_the_input_price_is_a_400_naming_it(client, write, price_input):
+    """Writing the prefix computes it as an uncached input does: a cheaper write would make the
+    first request cost less than a cached one. Nothing extra for the write is the input price."""
+    r = client.post(URL, json={"price_write": write, "price_input": price_input})
+    body = r.get_json()
+    assert r.status_code == 400 and body["param"] == "price_write"
+    assert "'cache write price' must be at least the 'input price'" in body["error"]
+    assert f"({price_input:g})" in body["error"]
+
+
+def test_a_whole_prompt_cached_reuses_whole_blocks_before_its_last_token(client):
+    out = post(client, cached_tokens=400)
+    assert out["values"]["cacheable_engine"] == 384 and "reuses 384 of them" in out["notice"]
+    assert post(client, cached_tokens=399)["values"]["cacheable_engine"] == 384
 
 
 def test_a_dearer_read_is_said_to_cost_more(client):
