@@ -102,6 +102,7 @@ def compute(params: dict) -> dict:
         # the model's own shapes, as the formulas name them
         "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
         "d_head": cfg.d_head, "max_seq_len": cfg.max_seq_len,
+        "cache_bytes_per_number": per_user // (2 * cfg.n_layers * cfg.n_kv_heads * cfg.d_head * T),
         "beyond_max_seq_len": T > cfg.max_seq_len,
         "weights_gb": s.weight_bytes / GB,
         "cache_gb": s.cache_bytes / GB,
