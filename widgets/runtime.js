@@ -453,6 +453,12 @@
     return formatValue(v, fmt) + (p.unit ? " " + p.unit : "");
   }
 
+  /* What a choice's i-th option shows: its label where the spec gives one (a card's name for
+   * the key the API takes), else the option itself. */
+  function optionLabel(p, i) {
+    return p.option_labels ? p.option_labels[i] : p.options[i];
+  }
+
   function buildControl(widget, p) {
     var id = "tw-" + widget.uid + "-" + p.name;
     var row = el("div", { "class": "tw-control tw-" + p.type, "data-param": p.name });
@@ -509,8 +515,8 @@
       c.input = check;
     } else if (p.type === "choice") {
       var select = el("select", { id: id, name: p.name });
-      p.options.forEach(function (o) {
-        var opt = el("option", { value: o }, o);
+      p.options.forEach(function (o, i) {
+        var opt = el("option", { value: o }, optionLabel(p, i));
         if (o === v) opt.selected = true;
         select.appendChild(opt);
       });
@@ -1638,7 +1644,7 @@
 
   window.bookWidgets = { formatValue: formatValue, mountAll: mountAll, whenPlotly: whenPlotly,
                          effective: effective, check: check, stops: stops,
-                         fromSlider: fromSlider };
+                         fromSlider: fromSlider, optionLabel: optionLabel };
   if (window.document$ && window.document$.subscribe) {
     window.document$.subscribe(onPage);
   } else if (document.readyState === "loading") {

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from .svg import Canvas
 
-TONES = ("query", "key", "value", "purple", "brown", "good", "accent")
+# Six tones of six different colours ("key" is "good"'s green and "value" is "purple", so
+# neither is here); requests take them in turn, and a request whose slot neighbour already has
+# its turn's tone takes the next one, so two requests side by side in a slot never look alike.
+TONES = ("query", "good", "purple", "accent", "brown", "bad")
 
 
 def static(lengths: list[int], slots: int) -> list[list[int | None]]:
@@ -34,6 +37,24 @@ def continuous(lengths: list[int], slots: int) -> list[list[int | None]]:
     return [row + [None] * (total - len(row)) for row in rows]
 
 
+def tones(lengths: list[int], slots: int) -> list[str]:
+    """Each request's tone: the palette in turn, skipping the tones of the requests just
+    before and after it in its slot in either schedule (at most four neighbours, six tones)."""
+    near: dict[int, set[int]] = {r: set() for r in range(len(lengths))}
+    for plan in (static(lengths, slots), continuous(lengths, slots)):
+        for row in plan:
+            for a, b in zip(row, row[1:]):
+                if a is not None and b is not None and a != b:
+                    near[a].add(b)
+                    near[b].add(a)
+    out: list[str] = []
+    for r in range(len(lengths)):
+        taken = {out[n] for n in near[r] if n < r}
+        out.append(next(TONES[(r + i) % len(TONES)] for i in range(len(TONES))
+                        if TONES[(r + i) % len(TONES)] not in taken))
+    return out
+
+
 def draw(lengths: tuple[int, ...] = (6, 2, 3, 5, 2, 4), slots: int = 2) -> Canvas:
     lengths = list(lengths)
     if not (1 <= slots <= 4 and 1 <= len(lengths) <= 7 and all(1 <= n <= 8 for n in lengths)):
@@ -46,6 +67,7 @@ def draw(lengths: tuple[int, ...] = (6, 2, 3, 5, 2, 4), slots: int = 2) -> Canva
     panel_h = 22 + slots * row_h + 8
     height = 20 + 2 * panel_h + 20
     names = "".join(chr(65 + r) for r in range(len(lengths)))
+    tone = tones(lengths, slots)
     desc = (f"{len(lengths)} requests, {', '.join(f'{chr(65 + r)} {n}' for r, n in enumerate(lengths))} "
             f"output tokens, on a batch of {slots} slots. Static batching runs them in groups of "
             f"{slots}, and each group lasts as long as its longest answer: {steps['static']} "
@@ -65,7 +87,7 @@ def draw(lengths: tuple[int, ...] = (6, 2, 3, 5, 2, 4), slots: int = 2) -> Canva
                 if r is None:
                     c.rect(x, y, cell, cell, tone="muted", rx=2, dashed=True)
                     continue
-                c.rect(x, y, cell, cell, tone=TONES[r % len(TONES)], rx=2)
+                c.rect(x, y, cell, cell, tone=tone[r], rx=2)
                 if i == 0 or row[i - 1] != r:
                     c.text(x + cell / 2, y + cell / 2, names[r], size="small")
             y += row_h

@@ -11,6 +11,7 @@ such, from `serving.users_fit`, and left off the throughput curve.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from backend.reference import decode_time as dt
@@ -23,6 +24,9 @@ TIMED_CARDS = tuple(k for k, c in CARDS.items() if c.bandwidth is not None)
 MAX_BATCH = 1024
 MAX_CONTEXT = 1_048_576
 X_LO, X_HI = 0.5, 4096
+RIDGES = {k: dt.ridge_point(CARDS[k]) for k in TIMED_CARDS}
+RIDGE_MIN = min(RIDGES, key=RIDGES.get)
+RIDGE_MAX = max(RIDGES, key=RIDGES.get)
 VERIFY_K = 4  # drafted tokens one speculative step checks  # FLOP per byte on the roofline's axis
 
 SPEC = WidgetSpec(
@@ -33,7 +37,8 @@ SPEC = WidgetSpec(
                 "FLOPs over the published peak, whichever is slower. Analytic, not measured.",
     params=(
         Param("card", "accelerator", "choice", default="80", options=TIMED_CARDS,
-              help="; ".join(f"{k}: {CARDS[k].name}, {CARDS[k].bandwidth_gbs} GB/s, "
+              option_labels=tuple(CARDS[k].name for k in TIMED_CARDS),
+              help="; ".join(f"{CARDS[k].name}: {CARDS[k].bandwidth_gbs} GB/s, "
                              f"{CARDS[k].peak_tflops} TFLOP/s" for k in TIMED_CARDS)
                    + ". Published figures (the datasheets are named in the chapter's notes)."),
         Param("preset", "model", "choice", default="llama-3-8b", options=DECODER_PRESETS,
@@ -47,7 +52,7 @@ SPEC = WidgetSpec(
     outputs=(
         Output("step_ms", "step time, at least", ".3g", "ms"),
         Output("tok_s_user", "tokens/s per user, at most", ".3g"),
-        Output("tok_s_total", "tokens/s in all, at most", ",.0f"),
+        Output("tok_s_total_shown", "tokens/s in all, at most"),  # 3 significant figures
         Output("bound", "what binds"),
         Output("intensity", "arithmetic intensity", ".3g", "FLOP/byte"),
         Output("ridge", "card's ridge point", ".3g", "FLOP/byte"),
@@ -91,6 +96,14 @@ def compute(params: dict) -> dict:
         "bandwidth_gbs": float(bw / 10**9),
         "peak_tflops": float(peak / 10**12),
         "ridge": float(dt.ridge_point(card)),
+        # the lowest and highest ridge over the cards the widget offers, and whose they are
+        "ridge_min": float(min(RIDGES.values())), "ridge_min_card": CARDS[RIDGE_MIN].name,
+        "ridge_max": float(max(RIDGES.values())), "ridge_max_card": CARDS[RIDGE_MAX].name,
+        # the model's own shapes, as the formulas name them
+        "n_layers": cfg.n_layers, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
+        "d_head": cfg.d_head, "max_seq_len": cfg.max_seq_len,
+        "cache_bytes_per_number": per_user // (2 * cfg.n_layers * cfg.n_kv_heads * cfg.d_head * T),
+        "beyond_max_seq_len": T > cfg.max_seq_len,
         "weights_gb": s.weight_bytes / GB,
         "cache_gb": s.cache_bytes / GB,
         "per_user_gb": per_user / GB,
@@ -103,6 +116,7 @@ def compute(params: dict) -> dict:
         "step_ms": float(s.seconds * 1000),
         "tok_s_user": float(s.tokens_per_s_per_user),
         "tok_s_total": float(s.tokens_per_s),
+        "tok_s_total_shown": _sig3(float(s.tokens_per_s)),
         "card_ms_per_token": float(s.seconds_per_token * 1000),
         "bound": s.bound,
         "memory_bound": s.bound == "memory",
@@ -138,6 +152,11 @@ def compute(params: dict) -> dict:
     return out
 
 
+def _sig3(x: float) -> str:
+    """Three significant figures, with thousands separators: 2.23, 1,540, 40,600."""
+    return f"{float(f'{x:.3g}'):,.{max(0, 2 - math.floor(math.log10(abs(x))))}f}" if x else "0"
+
+
 def _users(n: int) -> str:
     return "1 user" if n == 1 else f"{n:,} users"
 
@@ -151,11 +170,21 @@ def _notice(params: dict, v: dict) -> str:
         return (f"{params['preset']}'s weights ({v['weights_gb']:.1f} GB) do not fit in the "
                 f"{v['card_name']}: it cannot serve anyone alone, and the times below are for a "
                 f"card that does not exist.")
+    notes = []
     if not v["batch_fits"]:
-        return (f"{_users(params['batch'])} at {_tokens(params['context_len'])} do not fit: "
-                f"beside the weights the {v['card_name']} holds the cache of at most "
-                f"{_users(v['users_fit'])}. The times below are for a card with more memory.")
-    return ""
+        B = params["batch"]
+        verb = "does" if B == 1 else "do"
+        holds = (f"holds no user's cache at this length" if v["users_fit"] == 0 else
+                 f"holds the cache of at most {_users(v['users_fit'])}")
+        notes.append(f"{_users(B)} at {_tokens(params['context_len'])} {verb} not fit: beside "
+                     f"the weights the {v['card_name']} {holds}. The times below are for a card "
+                     f"with more memory.")
+    if v["beyond_max_seq_len"]:
+        notes.append(f"{params['preset']}'s published context is at most {v['max_seq_len']:,} "
+                     f"tokens; the times below are the arithmetic for its shapes at "
+                     f"{_tokens(params['context_len'])}, a length this model was not released "
+                     f"to read.")
+    return " ".join(notes)
 
 
 def _figure(params: dict, v: dict) -> dict:
@@ -184,7 +213,7 @@ def _figure(params: dict, v: dict) -> dict:
          "y": [c[2] for c in curve], "name": "batches that fit (B = 1, 2, 4, …)",
          "line": {"color": COLORS["scaled"]}, "marker": {"size": 7},
          "customdata": [c[0] for c in curve], "xaxis": "x2", "yaxis": "y2",
-         "hovertemplate": "B=%{customdata}: %{x:.3g} tok/s each, %{y:,.0f} in all"
+         "hovertemplate": "B=%{customdata}: %{x:.3g} tok/s each, %{y:,.3r} in all"
                           "<extra></extra>"},
     ]
     if v["batch_fits"]:
@@ -218,18 +247,19 @@ def _figure(params: dict, v: dict) -> dict:
 
 def _summary(params: dict, v: dict) -> str:
     B, T = params["batch"], params["context_len"]
-    fits = "" if v["batch_fits"] else " (they do not fit in its memory)"
+    fits = ("" if v["batch_fits"] else " (it does not fit in its memory)" if B == 1
+            else " (they do not fit in its memory)")
     return (f"One decode step of {_users(B)} at {_tokens(T)}{fits} reads "
             f"{v['bytes_gb']:.3g} GB ({v['weights_gb']:.3g} GB of weights, {v['cache_gb']:.3g} GB "
             f"of cache) and does {v['flops_t']:.3g} TFLOP. On the {v['card_name']} "
             f"({v['bandwidth_gbs']:,.0f} GB/s, {v['peak_tflops']:.4g} TFLOP/s) that takes at least "
             f"{v['step_ms']:.3g} ms, {v['bound']}-bound: at most {v['tok_s_user']:.3g} tokens/s "
-            f"per user and {v['tok_s_total']:,.0f} in all. The step does {v['intensity']:.3g} "
+            f"per user and {_sig3(v['tok_s_total'])} in all. The step does {v['intensity']:.3g} "
             f"FLOP per byte; the card's ridge point is {v['ridge']:.0f}.")
 
 
 def _table(v: dict) -> dict:
-    rows = [[f"{b:,}", f"{ms:.3g}", f"{u:.3g}", f"{t:,.0f}", bound]
+    rows = [[f"{b:,}", f"{ms:.3g}", f"{u:.3g}", _sig3(t), bound]
             for b, u, t, ms, bound in v["curve"]]
     return {
         "caption": (f"Batches that fit at T = {v['context_len']:,} on the {v['card_name']}: the "

@@ -101,7 +101,8 @@ SPEC = PresetSpec(
               scale="log2", help="Users served at once, each with a cache of this length."),
         Param("memory", "accelerator, sold as (GB = 10⁹ bytes)", "choice", default="80",
               options=MEMORIES,
-              help="; ".join(f"{k}: {c.name}, CUDA reports {c.reported_gib} GiB"
+              option_labels=tuple(CARDS[k].name.removeprefix("a ") for k in MEMORIES),
+              help="; ".join(f"{c.name.removeprefix('a ')}: CUDA reports {c.reported_gib} GiB"
                              for k, c in CARDS.items())
                    + ". The weights (bfloat16) and every user's cache must fit in what CUDA "
                      "reports; usable memory is less still, so the count is an upper bound."),

@@ -176,6 +176,7 @@ class Param:
     unit: str = ""
     help: str = ""
     options: tuple[str, ...] = ()  # for "choice"
+    option_labels: tuple[str, ...] = ()  # for "choice": what the page shows for each option
     max_length: int | None = None  # for "text"
     scale: str = "linear"  # "linear" | "log2": how the page's slider moves (int/float only)
     depends: tuple[Depends, ...] = ()  # range or state that follows other params (see Depends)
@@ -188,6 +189,9 @@ class Param:
             raise TypeError(f"numeric param {self.name!r} needs min and max")
         if self.type == "choice" and self.default not in self.options:
             raise TypeError(f"default of {self.name!r} is not one of its options")
+        if self.option_labels and (self.type != "choice"
+                                   or len(self.option_labels) != len(self.options)):
+            raise TypeError(f"{self.name!r} needs one option label per option")
         if self.type == "text" and not self.max_length:
             raise TypeError(f"text param {self.name!r} needs max_length")
         # The default must itself be valid, so a spec can never contradict itself.
@@ -260,6 +264,8 @@ class Param:
              if v not in (None, "", ()) and k not in ("depends", "limits")}
         if self.type == "choice":
             d["options"] = list(self.options)
+            if self.option_labels:
+                d["option_labels"] = list(self.option_labels)
         if self.depends:
             d["depends"] = [dep.to_json() for dep in self.depends]
         if self.limits:

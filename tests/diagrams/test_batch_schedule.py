@@ -72,3 +72,32 @@ def test_impossible_settings_are_refused():
     for bad in ({"slots": 0}, {"slots": 5}, {"lengths": ()}, {"lengths": (9,)}):
         with pytest.raises(ValueError):
             bs.draw(**bad)
+
+
+def test_requests_side_by_side_in_a_slot_never_share_a_colour():
+    """Each request its own tone where there are tones enough (the chapter's six requests), and
+    in every configuration two requests next to each other in a slot differ in colour, judged by
+    the palette's colours, not the tone names (two names can be one colour)."""
+    import itertools
+    import random
+
+    from backend.diagrams.palette import TONE_COLORS
+
+    assert len({TONE_COLORS[t] for t in bs.TONES}) == len(bs.TONES)
+    default = bs.tones([6, 2, 3, 5, 2, 4], 2)
+    assert len(set(default)) == 6
+    rng = random.Random(15)
+    configs = [((6, 2, 3, 5, 2, 4), 2), ((5, 1, 1, 1, 1, 1, 1), 2), ((8, 1, 1, 1, 1, 1, 1), 4)]
+    configs += [(tuple(rng.randint(1, 8) for _ in range(rng.randint(1, 7))), rng.randint(1, 4))
+                for _ in range(400)]
+    for lengths, slots in configs:
+        tone = bs.tones(list(lengths), slots)
+        svg = "".join(bs.draw(lengths=lengths, slots=slots).parts)
+        drawn = [t for t in re.findall(r'class="tw-d-box tw-d-(\w+)', svg) if t != "muted"]
+        plans = [bs.static(list(lengths), slots), bs.continuous(list(lengths), slots)]
+        assert drawn == [tone[r] for p in plans for row in p for r in row if r is not None]
+        for plan in plans:
+            for row in plan:
+                for a, b in itertools.pairwise(row):
+                    if a is not None and b is not None and a != b:
+                        assert TONE_COLORS[tone[a]] != TONE_COLORS[tone[b]], (lengths, slots)

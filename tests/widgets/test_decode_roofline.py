@@ -63,3 +63,45 @@ def test_bad_input_is_a_400_naming_the_parameter(client):
         r = client.post(URL, json=bad)
         assert r.status_code == 400, bad
         assert next(iter(bad)) in str(r.get_json())
+
+
+def test_one_user_who_cannot_fit_is_said_in_the_singular(client):
+    body = post(client, context_len=1_048_576)
+    n = body["notice"]
+    assert n.startswith("1 user at 1,048,576 tokens does not fit: ")
+    assert "holds no user's cache at this length" in n and "at most 0" not in n
+    assert "(it does not fit in its memory)" in body["summary"]
+
+
+def test_a_context_past_the_presets_published_length_is_a_notice_not_an_error(client):
+    assert "notice" not in post(client, context_len=8192)
+    body = post(client, context_len=8193, batch=1)
+    assert body["values"]["beyond_max_seq_len"] and body["values"]["step_ms"] > 0
+    assert "published context is at most 8,192 tokens" in body["notice"]
+    assert "arithmetic for its shapes at 8,193 tokens" in body["notice"]
+    both = post(client, context_len=1_048_576)["notice"]        # both notices, one after another
+    assert "does not fit" in both and "published context" in both
+    assert "published context" not in post(client, preset="llama-2-7b", context_len=4096).get(
+        "notice", "")
+
+
+def test_tokens_per_second_in_all_keep_three_significant_figures(client):
+    body = post(client, context_len=1_048_576, card="192")
+    v = body["values"]
+    assert f"{v['tok_s_user']:.3g}" in body["summary"]
+    assert f"and {v['tok_s_total']:.3g} in all" in body["summary"]      # 1 user: 2.23, not 2
+    assert post(client)["values"]["tok_s_total_shown"] == "119"
+    rows = post(client)["table"]["rows"]
+    assert rows[-1][3] == "1,540" and rows[3][3] == "662"
+    assert post(client, context_len=1, batch=1024, card="192")["values"][
+        "tok_s_total_shown"] == "81,400"
+
+
+def test_the_card_menu_shows_card_names(client):
+    r = client.get(URL)
+    assert r.status_code == 200
+    p = next(q for q in r.get_json()["params"] if q["name"] == "card")
+    assert dict(zip(p["options"], p["option_labels"])) == {
+        "16": "T4 16 GB", "40": "A100 40 GB", "48": "L40S 48 GB", "80": "A100 80 GB",
+        "80-h100": "H100 80 GB", "141": "H200 141 GB", "192": "MI300X 192 GB"}
+    assert "80-h100" not in p["help"] and "H200 141 GB: 4800 GB/s" in p["help"]

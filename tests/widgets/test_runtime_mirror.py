@@ -31,6 +31,7 @@ process.stdout.write(JSON.stringify(cases.map(function (c) {
   if (c.op === "check") return bw.check(c.p, c.v, c.params, c.labels);
   if (c.op === "stops") return bw.stops(c.p, c.eff, c.extra);
   if (c.op === "fromSlider") return bw.fromSlider(c.p, c.s, c.eff, null);
+  if (c.op === "optionLabels") return c.p.options.map(function (o, i) { return bw.optionLabel(c.p, i); });
 })));
 """
 
@@ -134,3 +135,20 @@ def test_log_float_sliders_stop_on_round_values():
     got = run_js([{"op": "fromSlider", "p": p, "s": 0.1 + 0.2 - 400 + 0.5 * 3,
                    "eff": {"min": -400, "max": 400}}])[0]
     assert got == -398.0
+
+
+def test_a_choice_shows_its_option_labels_and_sends_its_keys():
+    """The accelerator menus show card names ('H200 141 GB'), while the value sent stays the
+    key the API takes ('141'); a choice without labels shows its options."""
+    from backend.widgets import decode_roofline
+    cases, want = [], []
+    for spec, name in ((decode_roofline.SPEC, "card"), (kv_cache.SPEC, "memory"),
+                       (kv_cache.SPEC, "preset")):
+        p = next(q for q in spec.to_json()["params"] if q["name"] == name)
+        cases.append({"op": "optionLabels", "p": p})
+        want.append(list(spec.param(name).option_labels or spec.param(name).options))
+    got = run_js(cases)
+    assert got == want
+    assert dict(zip(decode_roofline.SPEC.param("card").options, got[0]))["141"] == "H200 141 GB"
+    assert dict(zip(kv_cache.SPEC.param("memory").options, got[1]))["24"] == "24 GB card"
+    assert got[2] == list(kv_cache.SPEC.param("preset").options)

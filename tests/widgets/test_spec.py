@@ -217,3 +217,18 @@ def test_a_release_is_serialised_and_must_not_be_a_pinned_case():
     assert "release" not in Depends("preset", {"a": {"min": 3, "max": 3}}).to_json()
     with pytest.raises(TypeError):
         Depends("preset", {"custom": {"min": 3, "max": 3}}, release="custom")
+
+
+def test_option_labels_are_one_per_option_and_travel_with_the_spec():
+    card = Param("card", "card", "choice", default="80", options=("40", "80"),
+                 option_labels=("A100 40 GB", "A100 80 GB"))
+    assert card.to_json()["options"] == ["40", "80"]
+    assert card.to_json()["option_labels"] == ["A100 40 GB", "A100 80 GB"]
+    assert card.validate("80") == "80"                 # the key is what a client sends
+    with pytest.raises(ParamError):
+        card.validate("A100 80 GB")
+    assert "option_labels" not in CHOICE.to_json()
+    with pytest.raises(TypeError, match="one option label per option"):
+        Param("card", "card", "choice", default="80", options=("40", "80"), option_labels=("x",))
+    with pytest.raises(TypeError, match="one option label per option"):
+        Param("n", "n", "int", default=1, min=1, max=2, option_labels=("one",))
