@@ -55,8 +55,12 @@ def measure() -> dict:
                      "seconds": round(time.perf_counter() - start, 2),
                      "values": {k: values.get(k) for k in keys}})
         print(f"{name} {params}: " + ", ".join(f"{k}={values.get(k)}" for k in keys), flush=True)
+    import os
+
     return {"device": device.describe(), "kind": device.kind(), "torch": torch.__version__,
-            "python": platform.python_version(), "measured": rows}
+            "python": platform.python_version(),
+            # timings are only as quiet as the host: the 1-minute load average when they ended
+            "load_average_1min": round(os.getloadavg()[0], 2), "measured": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
