@@ -184,13 +184,16 @@ def _figure(d, d_ff, kind, v, split) -> dict:
             {"text": f"MLP = {v['mlp_share']:.0%} of the block", "showarrow": False, "x": 0.86,
              "y": 1.08, "xref": "paper", "yref": "paper", "xanchor": "center"},
         ],
+        # a segment label that does not fit its bar unrotated is hidden (its hover stays)
+        uniformtext={"minsize": 9, "mode": "hide"},
     )
-    # Phone: the charts stack; the legend names the top chart's lines, so it sits under that chart
-    narrow = {"height": 760, "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.6, 1]},
-              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.3], "title": {"text": "one block"}},
-              "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 0.5, "yanchor": "top"},
+    # Phone: the charts stack; the legend names the top chart's lines, so it sits under that chart,
+    # and the block chart's "MLP = …" label sits just above that chart, below the legend
+    narrow = {"height": 780, "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.62, 1]},
+              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.27], "title": {"text": "one block"}},
+              "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": 0.52, "yanchor": "top"},
               "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
-                              {**layout["annotations"][1], "x": 0.5, "y": 0.4}]}
+                              {**layout["annotations"][1], "x": 0.5, "y": 0.29, "yanchor": "bottom"}]}
     return {"data": data, "layout": layout, "narrow": narrow}
 
 
@@ -207,7 +210,7 @@ def _block_segments(split: dict, kind: str) -> list[dict]:
         bar = "MLP" if name in MLP_MATRICES else "attention"
         out.append({"type": "bar", "x": [bar], "y": [n], "xaxis": "x2", "yaxis": "y2",
                     "name": SHORT[name], "showlegend": False, "text": [SHORT[name]],
-                    "textposition": "inside", "insidetextanchor": "middle",
+                    "textposition": "inside", "insidetextanchor": "middle", "textangle": 0,
                     "marker": {"color": tones.get(name, mlp_c), "line": {"width": 1, "color": COLORS["guide"]}},
                     "hovertemplate": f"{bar} {SHORT[name]}: %{{y:,}}<extra></extra>"})
     out.append({"type": "bar", "x": ["norms"], "y": [split["norms"]], "xaxis": "x2", "yaxis": "y2",
@@ -219,8 +222,12 @@ def _block_segments(split: dict, kind: str) -> list[dict]:
 def _summary(d, d_ff, kind, v) -> str:
     return (f"At d = {d:,} and d_ff = {d_ff:,}, a gated MLP has {v['params_gated']:,} parameters and "
             f"a plain one {v['params_plain']:,}; a gated MLP {v['d_ff_equal_params']:,.0f} wide "
-            f"would match the plain count. With {v['n_heads']} query heads and "
-            f"{v['n_kv_heads']} key/value heads, the {kind} MLP is {v['mlp_share']:.1%} of the block.")
+            f"would match the plain count. With {_count(v['n_heads'], 'query head')} and "
+            f"{_count(v['n_kv_heads'], 'key/value head')}, the {kind} MLP is {v['mlp_share']:.1%} of the block.")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _table(d, d_ff, v, split) -> dict:

@@ -28,7 +28,7 @@ from backend.reference.counting import build_on_meta, count_by_matrix, count_par
 from backend.reference.presets import PRESETS
 from backend.widgets.shapes import check_heads, heads_depend_on_width, kv_depend_on_heads
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
-from backend.widgets.style import COLORS, SERIES
+from backend.widgets.style import ATTENTION_SHADES, COLORS, PART_COLORS
 
 BOOK = ModelConfig(**json.loads((WEIGHTS_DIR / "config.json").read_text()))
 CHOICES = {  # preset name -> config; the first is the page's start
@@ -148,12 +148,12 @@ def kv_cache_bytes_per_token(cfg: ModelConfig, bytes_per_value: int = 2) -> int:
 # Each bar of the figure, cut into the matrices it holds: (row, part, short label, colour)
 MATRIX_LABELS = {"q_proj": "Q", "k_proj": "K", "v_proj": "V", "o_proj": "O",
                  "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
-SEGMENTS = (("embedding", "embedding", "embedding", SERIES[0]),
-            ("attention", "q_proj", "Q", SERIES[1]), ("attention", "k_proj", "K", COLORS["purple"]),
-            ("attention", "v_proj", "V", COLORS["brown"]), ("attention", "o_proj", "O", SERIES[1]),
-            ("MLP", "gate_proj", "gate", SERIES[2]), ("MLP", "up_proj", "up", SERIES[2]),
-            ("MLP", "down_proj", "down", SERIES[2]),
-            ("norms", "norms", "norms", COLORS["guide"]), ("LM head", "lm_head", "LM head", SERIES[4]))
+# the parts' colours are the diagrams' (style.PART_COLORS); Q, K, V, O are shades of attention's
+SEGMENTS = (("embedding", "embedding", "embedding", PART_COLORS["embedding"]),
+            *(("attention", k, MATRIX_LABELS[k], ATTENTION_SHADES[k]) for k in ("q_proj", "k_proj", "v_proj", "o_proj")),
+            *(("MLP", k, MATRIX_LABELS[k], PART_COLORS["mlp"]) for k in ("gate_proj", "up_proj", "down_proj")),
+            ("norms", "norms", "norms", PART_COLORS["norms"]), ("LM head", "lm_head", "LM head", PART_COLORS["lm_head"]))
+TIED_LABEL = "tied: counted once, as the embedding"
 
 
 def _stacked(cfg: ModelConfig, c, m: dict) -> list[dict]:
@@ -172,7 +172,7 @@ def _stacked(cfg: ModelConfig, c, m: dict) -> list[dict]:
         traces.append({
             "type": "bar", "orientation": "h", "y": [row], "x": [n / 1e6], "name": label,
             "marker": {"color": color, "line": {"width": 1, "color": COLORS["guide"]}},
-            "text": ["tied: counted once, as the embedding" if part == "lm_head" and cfg.tie_embeddings
+            "text": ["" if part == "lm_head" and cfg.tie_embeddings  # a 0-wide bar shows no text
                      else f"{label} {n / c.total:.1%}" if part in MATRIX_LABELS else f"{n / c.total:.1%}"],
             "textposition": "inside" if part in MATRIX_LABELS else "auto", "insidetextanchor": "middle",
             "customdata": [shapes[part]],
@@ -222,9 +222,8 @@ def compute(params: dict) -> dict:
     values.update({f"share_{k}": n / c.total for k, n in m.items()})
     values["share_attention"], values["share_mlp"] = c.attention / c.total, c.mlp / c.total
     values["k_over_q"] = m["k_proj"] / m["q_proj"]
-    parts = [("embedding", c.embedding, SERIES[0]), ("attention", c.attention, SERIES[1]),
-             ("MLP", c.mlp, SERIES[2]), ("norms", c.norms, COLORS["guide"]),
-             ("LM head", c.lm_head, SERIES[4])]
+    parts = [("embedding", c.embedding), ("attention", c.attention), ("MLP", c.mlp),
+             ("norms", c.norms), ("LM head", c.lm_head)]
     same = [n for n, pc in CHOICES.items()  # the fields the widget shows, not e.g. rope_theta
             if all(getattr(pc, f) == getattr(cfg, f) for f in FIELDS.values())]
     label = name if name != CUSTOM else ("custom (as " + same[0] + ")" if same else "custom config")
@@ -237,6 +236,10 @@ def compute(params: dict) -> dict:
             "yaxis": {"autorange": "reversed", "automargin": True},
             "margin": {"l": 90, "r": 20, "t": 50, "b": 50},
             "showlegend": False, "barmode": "stack", "uniformtext": {"minsize": 9, "mode": "hide"},
+            # a tied head has no bar to write on: the label sits on its row, from x = 0
+            "annotations": [{"x": 0, "y": "LM head", "xref": "x", "yref": "y", "text": TIED_LABEL,
+                             "showarrow": False, "xanchor": "left", "font": {"size": 11}}]
+                           if cfg.tie_embeddings else [],
         },
         # under 560 px the runtime sets margin.l to 45: automargin widens it to fit "embedding"
         "narrow": {"yaxis": {"automargin": True, "tickfont": {"size": 11}},
@@ -244,9 +247,12 @@ def compute(params: dict) -> dict:
     }
     notice = (f"Preset {name} {'ties' if cfg.tie_embeddings else 'does not tie'} its LM head to "
               "the embedding." if name != CUSTOM else "")
-    summary = (f"{label} has {c.total:,} parameters; {in_blocks / c.total:.1%} sit in its "
-               f"{cfg.n_layers} blocks ({c.per_layer:,} each), {c.embedding / c.total:.1%} in the "
-               f"embedding and {c.lm_head / c.total:.1%} in a separate LM head.")
+    blocks = (f"its {cfg.n_layers} blocks ({c.per_layer:,} each)" if cfg.n_layers != 1
+              else f"its one block ({c.per_layer:,})")
+    summary = (f"{label} has {c.total:,} parameters; {in_blocks / c.total:.1%} sit in {blocks}, "
+               f"{c.embedding / c.total:.1%} in the embedding"
+               + ("; the LM head is tied to the embedding (counted once)." if cfg.tie_embeddings
+                  else f" and {c.lm_head / c.total:.1%} in a separate LM head."))
     table = {
         "caption": f"Parameters of {label} by part",
         "columns": ["part", "parameters", "share"],

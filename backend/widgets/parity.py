@@ -21,7 +21,8 @@ import torch
 
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_parameters
-from backend.reference.llama_compare import ATTENTION_TOLERANCE, LOGIT_TOLERANCE, LOSS_TOLERANCE, compare
+from backend.reference.llama_compare import (ATTENTION_TOLERANCE, DECODE_STEPS, LOGIT_TOLERANCE, LOSS_TOLERANCE,
+                                             compare)
 from backend.reference.model import FAULTS
 from backend.widgets.shapes import check_heads
 from backend.widgets.spec import Depends, Limit, Output, Param, ParamError, WidgetSpec
@@ -162,6 +163,9 @@ def compute(params: dict) -> dict:
         "n_positions_over_tolerance": len(over), "n_positions": len(per_pos),
         "n_positions_argmax_changed": sum(changed),
         "first_layer_hidden_diff": per_layer[0], "last_layer_hidden_diff": per_layer[-1],
+        "head_dim": cfg.d_model // cfg.n_heads,
+        # the cached check feeds all but the last DECODE_STEPS positions in one forward, then one at a time
+        "decode_steps": DECODE_STEPS, "longest_decoded_one_at_a_time": DECODE_STEPS + 1,
     }
     return {"values": values, "figure": _figure(params, r, values, transformers.__version__),
             "summary": _summary(params, r, values), "table": _table(r)}
@@ -200,25 +204,36 @@ def _figure(params, r, v, hf_version) -> dict:
          "text": ["0" if g == 0 else f"{g:.1e}" for g in r.layer_hidden_diff],
          "hovertemplate": "%{x}: %{text}<extra></extra>"},
     ]
+    zeros = [t for t in pos if r.position_logit_diff[t] == 0]
+    if zeros:  # an exact 0 has no place on a log axis: drawn at FLOOR, written "0" (the bars say "0" too)
+        data.append({"type": "scatter", "mode": "markers+text", "x": zeros, "y": [FLOOR] * len(zeros),
+                     "text": ["0"] * len(zeros), "textposition": "top center",
+                     "marker": {"symbol": "circle-open", "size": 9, "color": SERIES[0]},
+                     "name": "exact 0 (drawn at 10⁻¹⁰)",
+                     "hovertemplate": "position %{x}: exactly 0<extra></extra>"})
     yrange = [-10.5, max(-3.0, math.log10(top) + 0.5)]
     verdict = "all within tolerance" if r.ok else "outside tolerance"
     layout = {
         "title": {"text": f"{BROKEN[params['fault']]}, {params['dtype']}: {verdict}"},
         "xaxis": {"domain": [0, 0.62], "title": {"text": "position t"}},
-        "yaxis": {"type": "log", "range": yrange, "title": {"text": "largest |difference|"},
-                  "exponentformat": "power"},
+        "yaxis": {"type": "log", "range": yrange, "title": {"text": "largest |difference|", "standoff": 8},
+                  "exponentformat": "power", "automargin": True},
         "xaxis2": {"domain": [0.72, 1], "anchor": "y2", "type": "category"},
-        "yaxis2": {"type": "log", "range": yrange, "anchor": "x2", "exponentformat": "power"},
+        "yaxis2": {"type": "log", "range": yrange, "anchor": "x2", "exponentformat": "power",
+                   "automargin": True},
         "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
         "legend": {"orientation": "h", "y": -0.25},
         "annotations": [{"text": f"vs transformers {hf_version}", "showarrow": False, "x": 1,
                          "y": 1.02, "xref": "paper", "yref": "paper", "xanchor": "right",
                          "font": {"size": 11}}],
     }
-    narrow = {"height": 640, "margin": {"l": 55, "r": 8, "b": 80}, "title": {"font": {"size": 12}},
-              "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.5, 1]},
-              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.3]},
-              "legend": {"orientation": "h", "y": 0.42, "yanchor": "top"}}
+    # on a phone the charts stack; the legend sits between them, below the x-axis title (not on it).
+    # The runtime sets margin.l to 45 there: the y axes' automargin widens it to fit the 10⁻ⁿ tick
+    # labels and the title beside them
+    narrow = {"height": 720, "margin": {"b": 60}, "title": {"font": {"size": 12}},
+              "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.56, 1], "title": {"text": "largest |Δ|"}},
+              "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.26]},
+              "legend": {"orientation": "h", "x": 0, "y": 0.43, "yanchor": "top"}}
     return {"data": data, "layout": layout, "narrow": narrow}
 
 
@@ -229,12 +244,30 @@ def _summary(params, r, v) -> str:
     if r.ok:
         return (head + f", the largest attention-weight difference {r.max_abs_attention_diff:.1e}, and "
                 f"decoding through the book's cache differs from Llama's full forward by at most "
-                f"{r.max_abs_cached_logit_diff:.1e}: every one within tolerance.")
+                f"{r.max_abs_cached_logit_diff:.1e}: every one within tolerance."
+                + (" " + _why_no_effect(params, v) if params["fault"] != "none" else ""))
     return (head + f": {v['n_positions_over_tolerance']} of {v['n_positions']} positions are outside "
             f"the tolerance (position 0: {v['first_logit_diff']:.1e}, the last: {v['last_logit_diff']:.1e}), "
-            f"the most likely next token changes at {v['n_positions_argmax_changed']}, and the hidden "
+            f"the most likely next token changes at {v['n_positions_argmax_changed']} of {v['n_positions']} "
+            f"position{'s' if v['n_positions'] != 1 else ''}, and the hidden "
             f"state differs by {v['first_layer_hidden_diff']:.1e} after layer 0 and "
             f"{v['last_layer_hidden_diff']:.1e} after the last layer.")
+
+
+def _why_no_effect(params, v) -> str:
+    """Why a broken piece changes nothing at these settings (the summary's last sentence)."""
+    fault = params["fault"]
+    if fault == "rope_layout" and v["head_dim"] == 2:
+        return ("The break does nothing here: with d_model / h = 2 each head has a single pair of "
+                "coordinates, and a single pair is both the adjacent pair and the two halves.")
+    if fault == "repeat_kv" and v["n_kv"] in (1, v["n_heads"]):
+        return ("The break does nothing here: with "
+                + ("one key/value head" if v["n_kv"] == 1 else "as many key/value heads as query heads")
+                + ", tiling and repeat_interleave put the heads in the same order.")
+    if fault == "norm_upcast" and params["dtype"] == "float32":
+        return ("The break does nothing in float32: upcasting float32 to float32 changes nothing; "
+                "switch the number format to bfloat16 to see it.")
+    return "The break does not show at these settings."
 
 
 def _table(r) -> dict:

@@ -20,6 +20,17 @@ COLORS = {
     "brown": "#8c564b",
     "pink": "#e377c2",
 }
+# A model's parts, one colour each, shared by the parameter-count widget's bars and the diagrams
+# that draw the same parts (backend.diagrams.param_share's tones: accent, query, good, purple).
+PART_COLORS = {
+    "embedding": COLORS["accent"],   # orange
+    "attention": COLORS["scaled"],   # blue
+    "mlp": COLORS["good"],           # green
+    "norms": COLORS["guide"],        # grey
+    "lm_head": COLORS["purple"],
+}
+# The attention bar's four matrices: shades of the attention blue, K and V each its own.
+ATTENTION_SHADES = {"q_proj": "#1f77b4", "k_proj": "#17becf", "v_proj": "#9ecae1", "o_proj": "#08519c"}
 SERIES = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#17becf", "#bcbd22", "#7f7f7f")
 # Sequential colour scale for weights in [0, 1] (attention maps, masks): 0 is the background.

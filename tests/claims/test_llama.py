@@ -352,6 +352,55 @@ def test_mask_break_hidden_by_one_token_at_a_time_decoding_at_the_start_values()
     assert v["cached_vs_uncached_diff"] <= LOGIT_TOLERANCE and v["max_abs_logit_diff"] > LOGIT_TOLERANCE
 
 
+def test_cached_mask_break_hidden_only_while_every_later_position_is_decoded_one_at_a_time():
+    """'The check decodes only the last 16 positions one at a time and feeds the ones before them in
+    a single forward ...: with up to 17 tokens the cached logits match within the tolerance, and
+    with more they are off too: at 64 tokens by ...'."""
+    from backend.reference.llama_compare import DECODE_STEPS
+
+    v = values(fault="causal_mask")
+    assert v["decode_steps"] == DECODE_STEPS and v["longest_decoded_one_at_a_time"] == DECODE_STEPS + 1
+    assert v["seq_len"] <= DECODE_STEPS + 1
+    longest = DECODE_STEPS + 1
+    for T in (2, longest):
+        assert values(fault="causal_mask", seq_len=T)["cached_vs_uncached_diff"] <= LOGIT_TOLERANCE
+    for T in (longest + 1, 64):
+        assert values(fault="causal_mask", seq_len=T)["cached_vs_uncached_diff"] > LOGIT_TOLERANCE
+
+
+def test_rope_layout_break_does_nothing_with_two_coordinates_per_head():
+    """'The one exception is a head of two coordinates (d_model / h = 2) ... the break does nothing';
+    the widget's summary says why."""
+    out = PARITY.compute(PARITY.SPEC.resolve({"fault": "rope_layout", "d_model": 16, "n_heads": 8}))
+    v = out["values"]
+    assert v["head_dim"] == 2 and v["max_abs_logit_diff"] == 0.0 and v["ok"]
+    assert "single pair" in out["summary"]
+    assert values(fault="rope_layout", d_model=32, n_heads=8)["n_positions_over_tolerance"] > 0
+
+
+def test_the_figure_labels_the_pieces_each_switch_breaks():
+    """'draws the book's side piece by piece with repeat_kv broken; the other three switches sit in
+    the pieces it labels RoPE, RMSNorm and causal mask'."""
+    from backend.diagrams.parity_faults import PIECES
+
+    where = {f: label for label, f, _ in PIECES if f}
+    assert "RoPE" in where["rope_layout"] and "RMSNorm" in where["norm_upcast"]
+    assert "causal mask" in where["causal_mask"] and where["repeat_kv"] == "repeat_kv"
+    assert set(where) == {"rope_layout", "norm_upcast", "repeat_kv", "causal_mask"}
+
+
+def test_layers_counted_from_0_in_the_chart():
+    """'in layer 1 and after (the chart counts layers from 0)'."""
+    fig = PARITY.compute(PARITY.SPEC.resolve({}))["figure"]
+    assert fig["data"][3]["x"][0] == "layer 0"
+
+
+def test_summary_counts_changed_top_tokens_out_of_the_positions():
+    out = PARITY.compute(PARITY.SPEC.resolve({"fault": "repeat_kv"}))
+    v = out["values"]
+    assert f"changes at {v['n_positions_argmax_changed']} of {v['n_positions']} positions" in out["summary"]
+
+
 @pytest.mark.parametrize("fault,dtype", [("rope_layout", "float32"), ("norm_upcast", "bfloat16"),
                                          ("repeat_kv", "float32"), ("causal_mask", "float32")])
 @pytest.mark.parametrize("move", BREAK_MOVES, ids=str)

@@ -65,3 +65,23 @@ def test_every_baked_point_is_strict_json():
     from backend.widgets import mlp
     for point in mlp.SPEC.bake:
         json.dumps(mlp.compute(mlp.SPEC.resolve(point)), allow_nan=False)
+
+
+def test_one_head_reads_singular(client):
+    body = client.post(URL, json={"d_model": 128, "d_ff": 256, "n_kv_heads": 1}).get_json()
+    assert "With 1 query head and 1 key/value head," in body["summary"]
+    assert "With 32 query heads and 8 key/value heads," in client.post(URL, json={}).get_json()["summary"]
+
+
+def test_phone_layout_keeps_the_share_label_off_the_legend_and_segment_labels_unrotated(client):
+    """On a phone the 'MLP = …' label sits between the legend (above) and the block chart;
+    a segment label is never rotated, and one that does not fit is hidden (hover stays)."""
+    fig = client.post(URL, json={}).get_json()["figure"]
+    narrow = fig["narrow"]
+    share = narrow["annotations"][1]
+    assert share["text"].startswith("MLP = ") and share["yanchor"] == "bottom"
+    assert narrow["yaxis2"]["domain"][1] < share["y"] < narrow["legend"]["y"] - 0.15
+    segments = [t for t in fig["data"] if t.get("xaxis") == "x2" and t.get("text")]
+    assert segments and all(t["textangle"] == 0 for t in segments)
+    assert fig["layout"]["uniformtext"] == {"minsize": 9, "mode": "hide"}
+    assert all("hovertemplate" in t for t in segments)

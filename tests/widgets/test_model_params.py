@@ -129,8 +129,34 @@ def test_result_has_summary_table_and_phone_layout(client):
 
 
 def test_tied_head_draws_nothing_and_says_so(client):
-    head = post(client, preset="llama-3.2-1b")["figure"]["data"][-1]
-    assert head["x"] == [0] and head["text"][0].startswith("tied")
+    """A 0-wide bar shows no text, so the label is an annotation on the head's row."""
+    body = post(client, preset="llama-3.2-1b")
+    head = body["figure"]["data"][-1]
+    assert head["x"] == [0]
+    notes = body["figure"]["layout"]["annotations"]
+    assert [(n["y"], n["x"]) for n in notes] == [("LM head", 0)] and notes[0]["text"].startswith("tied: counted once")
+    assert body["summary"].endswith("the LM head is tied to the embedding (counted once).")
+    assert "separate LM head" not in body["summary"]
+    untied = post(client, preset="llama-3-8b")
+    assert untied["figure"]["layout"]["annotations"] == [] and "in a separate LM head" in untied["summary"]
+
+
+def test_one_layer_reads_singular(client):
+    body = post(client, preset="custom", n_layers=1, d_model=64, n_heads=1, n_kv=1, d_ff=16, vocab=256)
+    assert "sit in its one block (" in body["summary"] and "blocks" not in body["summary"]
+
+
+def test_part_colours_are_the_diagrams(client):
+    """The bars use the colours Fig. param-share gives the same parts; K and V each their own."""
+    from backend.diagrams.palette import TONE_COLORS
+    from backend.diagrams.param_share import PARTS
+
+    tone = {part: TONE_COLORS[t] for part, _, t in PARTS}
+    colour = {t["name"]: t["marker"]["color"] for t in post(client, preset="llama-3-8b")["figure"]["data"]}
+    assert colour["embedding"] == tone["embedding"] and colour["LM head"] == tone["lm_head"]
+    assert colour["gate"] == colour["up"] == colour["down"] == tone["mlp"]
+    assert colour["Q"] == tone["attention"]
+    assert len({colour[k] for k in ("Q", "K", "V", "O", "embedding", "LM head", "gate", "norms")}) == 8
 
 
 @pytest.mark.parametrize("params, title", [

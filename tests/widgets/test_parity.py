@@ -176,3 +176,31 @@ def test_threads_give_the_serial_answers():
     for f in faults:
         assert threaded[f]["position_logit_diff"] == serial[f]["position_logit_diff"]
         assert threaded[f]["layer_hidden_diff"] == serial[f]["layer_hidden_diff"]
+
+
+def test_exact_zeros_are_marked_and_labelled(client):
+    """An exact 0 has no place on the log axis: drawn at the floor, written '0', named in the legend."""
+    from backend.widgets.parity import FLOOR
+
+    fig = post(client, fault="rope_layout")["figure"]
+    zero = [t for t in fig["data"] if t.get("name", "").startswith("exact 0")]
+    assert len(zero) == 1 and zero[0]["x"] == [0] and zero[0]["y"] == [FLOOR] and zero[0]["text"] == ["0"]
+    assert len(fig["data"][3]["y"]) == 2  # the layer bars keep their place
+    clean = post(client, fault="repeat_kv")["figure"]  # no exact zero at position 0: no such trace
+    assert not any(t.get("name", "").startswith("exact 0") for t in clean["data"])
+
+
+def test_phone_layout_puts_the_legend_below_the_axis_title():
+    from backend.widgets import parity as w
+
+    fig = w.compute(w.SPEC.resolve({}))["figure"]
+    narrow = fig["narrow"]
+    assert narrow["legend"]["y"] < narrow["yaxis"]["domain"][0] - 0.1
+    assert narrow["yaxis2"]["domain"][1] < narrow["legend"]["y"] - 0.12
+    assert fig["layout"]["yaxis"]["automargin"] is True
+
+
+def test_summary_says_why_a_break_does_nothing(client):
+    assert "single pair" in post(client, fault="rope_layout", d_model=16, n_heads=8)["summary"]
+    assert "same order" in post(client, fault="repeat_kv", n_kv=1)["summary"]
+    assert "bfloat16" in post(client, fault="norm_upcast")["summary"]
