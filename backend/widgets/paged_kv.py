@@ -71,8 +71,10 @@ def compute(params: dict) -> dict:
                                 ("block_size", "mean_len", "max_len", "samples", "budget_tokens"))
     labels = {p.name: p.label for p in SPEC.params}
     if mean > cap:
-        raise ParamError(f"'{labels['mean_len']}' ({mean:,}) must be at most "
-                         f"'{labels['max_len']}' ({cap:,})", "mean_len")
+        # Only the control to move is quoted (and named): the maximum is what it is measured
+        # against, and lowering both together would never meet.
+        raise ParamError(f"'{labels['mean_len']}' ({mean:,}) must be at most the "
+                         f"{labels['max_len']} ({cap:,})", "mean_len")
     if n * cap > budget:
         raise ParamError(f"'{labels['budget_tokens']}' ({budget:,}) must hold at least "
                          f"'{labels['samples']}' × '{labels['max_len']}' ({n * cap:,}) slots",
