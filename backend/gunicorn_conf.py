@@ -9,13 +9,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # gunicorn -c from any folder
 from backend import settings  # noqa: E402
-from backend.host import available_cpus  # noqa: E402
+from backend.host import available_cpus, limit_malloc_arenas  # noqa: E402
 
 # Every variable is checked here, in the master, before a worker forks: a bad one stops
 # gunicorn at once with a message naming it.
 SETTINGS = settings.load()
 
 cpus = available_cpus()  # a container's CPU quota, not the host's cores
+limit_malloc_arenas(2)  # 64 threads a worker would otherwise spread freed memory over many arenas
 bind = f"{SETTINGS['HOST']}:{SETTINGS['PORT']}"
 workers = SETTINGS["WEB_CONCURRENCY"]
 worker_class = "gthread"

@@ -31,3 +31,26 @@ def available_cpus(cgroup: str = "/sys/fs/cgroup") -> int:
     if quota and period:
         cpus = min(cpus, max(1, math.ceil(quota / period)))
     return max(1, cpus)
+
+
+M_ARENA_MAX = -8  # glibc's mallopt parameter (malloc.h)
+
+
+def limit_malloc_arenas(arenas: int = 2) -> bool:
+    """Cap glibc's malloc arenas for this process and the workers it forks (the setting is
+    process state, copied by fork). Each thread that allocates may otherwise get an arena of its
+    own, up to 8 per core, and a server with 64 threads a worker holds freed memory in all of
+    them: the memory fault test measured a peak of 1.9–2.1 GiB without the cap, 1.6 GiB with 2
+    arenas (the same as MALLOC_ARENA_MAX=2, which is honoured first where it is set). False where
+    the C library is not glibc."""
+    import ctypes
+    import ctypes.util
+
+    if os.environ.get("MALLOC_ARENA_MAX"):
+        return True  # glibc read it at start
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name or "libc.so.6")
+        return bool(libc.mallopt(M_ARENA_MAX, int(arenas)))
+    except (OSError, AttributeError):
+        return False

@@ -160,3 +160,11 @@ def test_while_warming_a_computation_waits_as_long_as_a_model_widget(monkeypatch
         finally:
             WARMING.clear()
     assert waits == [0.2, 3.0]
+
+
+def test_the_server_caps_mallocs_arenas():
+    """gunicorn's config caps glibc's arenas before it forks (see tests/faults/test_memory.py for
+    what it saves); here: the call reaches glibc and says so."""
+    from backend.host import limit_malloc_arenas
+
+    assert limit_malloc_arenas(2) is True

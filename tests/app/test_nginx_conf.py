@@ -92,3 +92,16 @@ def test_the_command_writes_both_files_and_refuses_an_unbuilt_site(built_site, t
     assert {p.name for p in (tmp_path / "out").iterdir()} == {"book-csp.conf", "book-headers.inc"}
     with pytest.raises(SystemExit):
         main([str(tmp_path / "nothing"), str(tmp_path / "out2")])
+
+
+def test_the_proxy_retries_a_stopped_replica_but_never_a_slow_computation():
+    """A POST goes to the next replica when one is gone or full (error, 502, 503; non_idempotent,
+    since a stopping replica may close a kept-alive connection under a request), never on a
+    timeout, which would run the same heavy computation again elsewhere."""
+    conf = (NGINX / "default.conf").read_text()
+    api = conf[conf.index("location /api/ {"):]
+    api = api[: api.index("\n    }")]
+    (line,) = [x.strip() for x in api.splitlines() if x.strip().startswith("proxy_next_upstream ")]
+    conditions = set(line.rstrip(";").split()[1:])
+    assert {"error", "http_502", "http_503", "non_idempotent"} <= conditions
+    assert "timeout" not in conditions

@@ -132,6 +132,12 @@ def serve(site_dir: Path, env: dict | None = None, port: int | None = None,
         except RuntimeError:
             tail = log.read_text(errors="replace")[-3000:] if log else ""
             raise RuntimeError(f"gunicorn did not start\n{tail}") from None
+        # A worker answers as soon as it is imported (it warms in the background), possibly
+        # before gunicorn has forked the others: wait for all of them.
+        expected = int(full.get("WEB_CONCURRENCY") or 0)
+        deadline = time.time() + 90
+        while expected and len(server.tree()) < expected + 1 and time.time() < deadline:
+            time.sleep(0.2)
         yield server
     finally:
         stop(proc)
