@@ -81,7 +81,7 @@ def test_exercise_2s_setting_is_baked_and_draws_its_single_points(page, server):
     page.wait_for_function(f"""() => {{
         const w = document.querySelector('{WIDGET}');
         const d = w.querySelector('.tw-plot').data;
-        return w.dataset.source === 'precomputed' && d[2].x[0] === 1 && d[2].y[1] === 32;
+        return w.dataset.source === 'precomputed' && d[6].x[0] === 1 && d[6].y[1] === 32;
     }}""", timeout=20_000)
     modes = page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot').data
         .slice(4, 6).map(t => t.mode)""")
