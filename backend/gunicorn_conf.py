@@ -61,6 +61,10 @@ def _warm(log, REGISTRY) -> None:
             spec = module.SPEC
             if spec.cost_hint != hint or (hint == "heavy" and not spec.warm):
                 continue
+            if getattr(module, "measure_lib", None) is not None:
+                # a measured widget takes the host-wide timing lock: warming it in the
+                # background would make the first readers' timings wait for it (and 503)
+                continue
             for params in ([spec.defaults()] if hint == "light" else spec.bake_points()):
                 try:
                     module.compute(params)

@@ -22,16 +22,18 @@ def test_source_shown_and_parity_moves_live(page, server):
     page.evaluate("""(w) => {
         const s = document.querySelector(`${w} input[type=range][name=seed]`);
         s.value = 7; s.dispatchEvent(new Event('input', {bubbles: true})); }""", W)
-    page.wait_for_function(f"document.querySelector('{W}').dataset.source === 'live'", timeout=30_000)
-    assert page.evaluate(f"document.querySelector('{W} .tw-plot').data[0].y.length") == 5
+    page.wait_for_function(f"document.querySelector('{W}').dataset.source === 'live'", timeout=90_000)
+    lengths = page.evaluate(f"""() => {{ const d = document.querySelector('{W} .tw-plot').data[0];
+        return [d.x.length, d.y.length]; }}""")
+    assert lengths[0] == lengths[1] >= 2  # |Δ logit| at every position
     assert page.locator(f'{W} .tw-value[data-name="cached_vs_uncached_diff"] dd').inner_text().strip()
 
 
 def test_bar_labels_stay_flat_on_a_phone(page, server):
-    """Review: rotated labels overlapped the legend at 390 px; the labels are two short lines."""
+    """Review: rotated labels overlapped the legend at 390 px; no tick label is rotated."""
     page.set_viewport_size({"width": 390, "height": 800})
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{W} .tw-plot .main-svg", timeout=30_000)
-    plot = f"document.querySelector('{W} .tw-plot')"
-    assert page.evaluate(f"{plot}.layout.xaxis.tickangle") == 0
-    assert all("<br>" in x for x in page.evaluate(f"{plot}.data[0].x")[1:3])
+    transforms = page.evaluate(f"""() => [...document.querySelectorAll('{W} .tw-plot .xtick text')]
+        .map(t => t.getAttribute('transform') || '')""")
+    assert transforms and not any("rotate" in t for t in transforms), transforms
