@@ -176,9 +176,13 @@ def test_moving_the_factor_reuses_the_timing(monkeypatch):
     calls = []
     real = recurrence.time_both
     monkeypatch.setattr(recurrence, "time_both", lambda *a, **k: calls.append(1) or real(*a, **k))
+    w.measure.cache_clear()
     a = w.compute({"length": 32, "width": 64, "factor": 0.9})["values"]
+    # one call, or up to MAX_ROUNDS when load leaves the first round unsettled
+    timed = len(calls)
+    assert 1 <= timed <= w.MAX_ROUNDS
     b = w.compute({"length": 32, "width": 64, "factor": 1.3})["values"]
-    assert len(calls) == 1
+    assert len(calls) == timed, "moving the factor re-timed the recurrence"
     assert a["runs_sequential"] == b["runs_sequential"] and a["speedup"] == b["speedup"]
     assert a["gradient_product"] != b["gradient_product"]
 
