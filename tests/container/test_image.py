@@ -105,6 +105,10 @@ def report(request):
     return request.config.book_image_figures
 
 
+IMAGE_FIGURES: dict = {}
+SIZE_BUDGET = 1.3e9  # bytes, the CPU image as podman reports it (1.62 GB before prune_venv.py)
+
+
 @pytest.fixture(scope="module")
 def image(request, report):
     env = {**os.environ, "IMAGE": IMAGE}
@@ -117,6 +121,7 @@ def image(request, report):
         pytest.fail(f"image build failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-4000:]}",
                     pytrace=False)
     figures = dict(re.findall(r"^(BUILD_SECONDS|IMAGE_BYTES)=(\S+)$", proc.stdout, re.M))
+    IMAGE_FIGURES.update(figures)
     report.append(f"build {figures['BUILD_SECONDS']} s "
                   f"({'site from the session build' if 'SITE_CONTEXT' in env else 'book built inside'}), "
                   f"size {int(figures['IMAGE_BYTES']) / 1e9:.2f} GB")
@@ -233,7 +238,7 @@ def test_nothing_is_installed_that_nothing_imports(container):
     (requirements-nodeps.txt). The encoder still loads: the test above."""
     _, pm, cid = container
     probe = ("import importlib.util as u; print(' '.join(m for m in ('sentence_transformers', "
-             "'sklearn', 'scipy') if u.find_spec(m)))")
+             "'sklearn', 'scipy', 'pip', 'networkx', 'hf_xet') if u.find_spec(m)))")
     out = subprocess.run([*pm, "exec", cid, "python", "-c", probe], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "", out.stdout + out.stderr
@@ -243,3 +248,17 @@ def test_nothing_is_installed_that_nothing_imports(container):
     # the image ships no docs/: the list of the pages' settings comes from the built site
     assert prewarm.returncode == 0 and int(prewarm.stdout.split()[-1]) > 100, \
         prewarm.stdout + prewarm.stderr
+
+
+def test_the_image_keeps_to_its_size_budget(container):
+    """deploy/prune_venv.py takes out what the server never imports or runs; the widgets above
+    still compute (one of each part, the encoder, prewarm) in what is left."""
+    _, pm, cid = container
+    assert int(IMAGE_FIGURES["IMAGE_BYTES"]) <= SIZE_BUDGET, IMAGE_FIGURES
+    probe = ("import pathlib, torch; t = pathlib.Path(torch.__file__).parent; "
+             "print(sorted(p for p in ('test', 'include') if (t / p).exists()), "
+             "sorted(p.name for p in (t / 'bin').iterdir()))")
+    out = subprocess.run([*pm, "exec", cid, "python", "-c", probe], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[] ['torch_shm_manager']", \
+        out.stdout + out.stderr
