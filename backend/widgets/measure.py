@@ -17,19 +17,17 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
 
 import torch
-from werkzeug.exceptions import ServiceUnavailable
 
-from backend import device
+from backend import device, settings
+from backend.errors import Busy
 
 LOCK_WAIT_SECONDS = 10.0
-LOCK_PATH = os.environ.get("BOOK_TIMING_LOCK") or os.path.join(tempfile.gettempdir(),
-                                                                "book-timing.lock")
+LOCK_PATH: str | None = None  # a test's own lock file; None: the setting BOOK_TIMING_LOCK
 
 
 @contextmanager
@@ -39,7 +37,8 @@ def timing_lock(wait: float | None = None, path: str | None = None):
     `flock` locks belong to an open file, so separate opens exclude each other whether they
     come from two threads of one worker or from two workers."""
     wait = LOCK_WAIT_SECONDS if wait is None else wait
-    fd = os.open(path or LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o666)
+    path = path or LOCK_PATH or settings.get("BOOK_TIMING_LOCK")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -48,10 +47,8 @@ def timing_lock(wait: float | None = None, path: str | None = None):
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    exc = ServiceUnavailable("the server is busy timing another reader's "
-                                             "request; try again in a moment")
-                    exc.retry_after = 2
-                    raise exc from None
+                    raise Busy("the server is busy timing another reader's request; try "
+                               "again in a moment", retry_after=2) from None
                 time.sleep(0.005)
         try:
             yield

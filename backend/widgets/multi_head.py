@@ -134,10 +134,10 @@ def trained_pooling() -> dict | None:
     attention output after W_O compared with the original's over every sentence above. None
     when this server cannot load MiniLM."""
     from backend.reference.grouped_query import repeat_kv
-    from backend.widgets import attention_map
+    from backend.widgets import attention_models
 
     try:
-        model, tok = attention_map._hf(str(attention_map.minilm_dir()))
+        model, tok = attention_models._hf(str(attention_models.minilm_dir()))
     except ParamError:
         return None
     n_heads = model.config.num_attention_heads

@@ -13,13 +13,7 @@ from fractions import Fraction
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-
-class ParamError(ValueError):
-    """A client sent a value the spec does not allow. The message is shown to the reader."""
-
-    def __init__(self, message: str, param: str | None = None):
-        super().__init__(message)
-        self.param = param
+from backend.errors import ParamError  # noqa: F401  (widgets import it from here)
 
 
 @dataclass(frozen=True)

@@ -197,8 +197,8 @@ def test_every_corner_of_the_sliders_is_bounded_by_the_budgets():
 
 def test_timings_wait_for_the_host_wide_lock(monkeypatch, tmp_path):
     """A timing never runs while another holds the lock; it gives up with the busy error."""
-    from werkzeug.exceptions import ServiceUnavailable
+    from backend.errors import Busy
     monkeypatch.setattr(measure, "LOCK_WAIT_SECONDS", 0.05)
     with measure.timing_lock():
-        with pytest.raises(ServiceUnavailable):
+        with pytest.raises(Busy):
             w.compute(w.SPEC.resolve({"context_len": 16}))
