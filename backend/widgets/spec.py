@@ -7,11 +7,12 @@ parameter's range or default.
 
 from __future__ import annotations
 
+import inspect
 import math
 import unicodedata
 from fractions import Fraction
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from backend.errors import ParamError  # noqa: F401  (widgets import it from here)
 
@@ -200,8 +201,10 @@ class Param:
             return f"a non-empty string of at most {self.max_length} characters"
         return "true or false"
 
-    def validate(self, value: Any) -> Any:
-        """Return the value coerced to the param's type, or raise ParamError naming the rule."""
+    def validate(self, value: Any, top: bool = True) -> Any:
+        """Return the value coerced to the param's type, or raise ParamError naming the rule.
+        `top=False` leaves the upper bound to `validate_with`, where a `Limit` may lower it and
+        the message can say why (the spec's `resolve` does that for a param with limits)."""
         where = f"'{self.label}'"
         if self.type == "bool":
             if isinstance(value, bool):
@@ -221,7 +224,7 @@ class Param:
             if not math.isfinite(value):
                 raise ParamError(f"{where} must be a finite number", self.name)
         if self.type in {"int", "float"}:
-            if not (self.min <= value <= self.max):
+            if not (self.min <= value <= (self.max if top else math.inf)):
                 raise ParamError(
                     f"{where} must be from {self.describe_range()}, got {_fmt(value)}",
                     self.name,
@@ -361,6 +364,15 @@ class WidgetSpec:
     # Seconds the API's result cache may keep one answer; None: BOOK_CACHE_TTL_SECONDS (a day by
     # default). Measured widgets set a short one: a timing is of one moment on one machine.
     result_ttl: int | None = None
+    # Hooks for what data cannot state, run by `resolve` before a request takes a compute slot:
+    # `prepare(body) -> body` fills omitted fields (from a chosen preset); `limits(values) ->
+    # {param: {"max": n, "why": words}}` is the largest value this server allows at a setting (a
+    # device's ceiling: checked before the params' `Depends`/`Limit` data, so its words win);
+    # `check(values)` raises ParamError for a rule across params, after that data. The spec
+    # answer and the OpenAPI document carry the two rules' docstrings in words.
+    prepare: Callable[[dict], dict] | None = None
+    limits: Callable[[dict], dict] | None = None
+    check: Callable[[dict], None] | None = None
 
     def __post_init__(self):
         names = {p.name for p in self.params}
@@ -390,6 +402,8 @@ class WidgetSpec:
 
     def resolve(self, body: Any) -> dict:
         """Validate a request body against the spec; missing params take their defaults."""
+        if self.prepare is not None and isinstance(body, dict):
+            body = self.prepare(body)
         if not isinstance(body, dict):
             raise ParamError(
                 f"the request body must be a JSON object of parameter values, got {_show(body)}"
@@ -402,13 +416,30 @@ class WidgetSpec:
                 f"known parameters: {', '.join(sorted(known))}",
                 unknown[0],
             )
-        values = {p.name: p.validate(body[p.name]) if p.name in body else p.default
-                  for p in self.params}
+        values = {p.name: p.validate(body[p.name], top=not p.limits) if p.name in body
+                  else p.default for p in self.params}
+        for name, bound in (self.limits(values) if self.limits is not None else {}).items():
+            p = self.param(name)
+            if values[name] > bound["max"]:
+                raise ParamError(f"'{p.label}' must be from {_fmt(p.min)} to {_fmt(bound['max'])}"
+                                 f" {bound['why']}, got {_fmt(values[name])}", name)
         labels = {p.name: p.label for p in self.params}
         for p in self.params:  # then the rules params set for each other (see Depends, Limit)
             if p.depends or p.limits:
                 p.validate_with(values[p.name], values, labels)
+        if self.check is not None:
+            self.check(values)
         return values
+
+    def rules(self) -> list[str]:
+        """The hooks' rules in words (their docstrings' first paragraphs), for the page and the
+        OpenAPI document: what a request must satisfy beyond each param's own range."""
+        out = []
+        for hook in (self.limits, self.check):
+            doc = inspect.getdoc(hook) if hook is not None else None
+            if doc:
+                out.append(" ".join(doc.split("\n\n")[0].split()))
+        return out
 
     def bake_points(self) -> list[dict]:
         """Parameter sets to precompute at build time (defaults first, no duplicates)."""
@@ -436,6 +467,7 @@ class WidgetSpec:
             "description": self.description,
             "params": [p.to_json() for p in self.params],
             "outputs": [o.to_json() for o in self.outputs],
+            **({"rules": self.rules()} if self.rules() else {}),
         }
 
 
