@@ -15,8 +15,10 @@ many cores happen to be free.
 from __future__ import annotations
 
 import fcntl
+import math
 import functools
 import os
+import statistics
 import threading
 import time
 from contextlib import contextmanager
@@ -120,3 +122,43 @@ def remembered_for(seconds: float, maxsize: int = 64):
         call.ttl_seconds = seconds
         return call
     return wrap
+
+
+# Reading step-by-step timings (kv_decode): load only ever adds time to a step.
+
+def per_step(runs) -> list[float]:
+    """The fastest of the runs at each step: other work on the machine only ever adds time to
+    a step, so the fastest run is the one least disturbed."""
+    return [min(col) for col in zip(*runs)]
+
+
+def buckets(xs: list[int], ms: list[float], n: int = 40) -> tuple[list[float], list[float]]:
+    """The fastest step of each consecutive stretch of at most ceil(len / n) steps: (mid x, ms).
+    Neighbouring steps do nearly the same work, so a stretch's fastest step is its time with
+    the least disturbance: a burst of other work has to cover the whole stretch to move it."""
+    width = max(1, math.ceil(len(ms) / n))
+    mids, lows = [], []
+    for i in range(0, len(ms), width):
+        mids.append(statistics.mean(xs[i:i + width]))
+        lows.append(min(ms[i:i + width]))
+    return mids, lows
+
+
+def quarters(ms: list[float]) -> tuple[float, float]:
+    """The fastest step in the first and in the last quarter of the decode steps (every step
+    after the first; the first is the prefill of a cached run): load only adds time, so these
+    survive a busy machine as long as some steps of each quarter ran undisturbed. With fewer than
+    four decode steps a quarter is one step; with none, both are the first step."""
+    decode_ms = ms[1:] or ms
+    q = max(1, len(decode_ms) // 4)
+    return min(decode_ms[:q]), min(decode_ms[-q:])
+
+
+def slope(xs: list[int], ms: list[float]) -> float:
+    """Least-squares slope of step time against position over the decode steps, in ms per
+    position (0 with fewer than two decode steps)."""
+    x, y = xs[1:], ms[1:]
+    if len(x) < 2:
+        return 0.0
+    mx, my = statistics.mean(x), statistics.mean(y)
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)

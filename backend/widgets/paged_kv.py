@@ -15,7 +15,8 @@ shortest request, so the work is a few times the arena (at most 16,384 slots).
 from __future__ import annotations
 
 from backend.reference import kv_levers
-from backend.reference.paged import SLOT, fork_blocks, one_request, prefix_hit, replay
+from backend.reference.paged import fork_blocks, one_request, prefix_hit
+from backend.reference.paged_replay import SLOT, replay
 from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES, base_layout
 
