@@ -27,6 +27,16 @@ TIRED = "The animal didn't cross the street because it was too tired"
 WIDE = "The animal didn't cross the street because it was too wide"
 
 
+def _pick(what: str, most: int, sizes: dict) -> Param:
+    """The layer or head slider: counted from 0, its top the model's own count of them."""
+    return Param(what, what, "int", default=0, min=0, max=most - 1, step=1,
+                 help="Counted from 0; used when 'average' is off.",
+                 depends=(Depends("model", {
+                     model: {"max": n - 1, "note": f"{MODEL_WORDS[model]} has {n} {what}s"}
+                     for model, n in sizes.items()}),
+                          Depends("average", {True: {"disabled": True}})))
+
+
 SPEC = WidgetSpec(
     name="attention_map",
     title="Attention maps from trained weights",
@@ -43,18 +53,8 @@ SPEC = WidgetSpec(
         # The ranges follow the model (book: 4 layers x 4 heads, backend/bookmodel/weights/
         # config.json; MiniLM: 6 x 12, its config.json; tests/widgets/test_spec.py checks both).
         # A local checkpoint keeps the widest range; compute() checks its real size.
-        Param("layer", "layer", "int", default=0, min=0, max=MAX_LAYERS - 1, step=1,
-              help="Counted from 0; used when 'average' is off.",
-              depends=(Depends("model", {
-                  "book": {"max": 3, "note": "the book's model has 4 layers"},
-                  "minilm": {"max": 5, "note": "MiniLM has 6 layers"}}),
-                       Depends("average", {True: {"disabled": True}}))),
-        Param("head", "head", "int", default=0, min=0, max=MAX_HEADS - 1, step=1,
-              help="Counted from 0; used when 'average' is off.",
-              depends=(Depends("model", {
-                  "book": {"max": 3, "note": "the book's model has 4 heads"},
-                  "minilm": {"max": 11, "note": "MiniLM has 12 heads"}}),
-                       Depends("average", {True: {"disabled": True}}))),
+        _pick("layer", MAX_LAYERS, {"book": 4, "minilm": 6}),
+        _pick("head", MAX_HEADS, {"book": 4, "minilm": 12}),
         Param("look_from", "look from the word", "text", default="it", max_length=40,
               help="The word whose row is read off for the top attended tokens. "
                    "If the sentence lacks it, the last word is used, and the page says so."),
