@@ -61,8 +61,8 @@ class Param:
 
     def validate(self, value: Any, top: bool = True) -> Any:
         """Return the value coerced to the param's type, or raise ParamError naming the rule.
-        `top=False` leaves the upper bound to `validate_with`, where a `Limit` may lower it and
-        the message can say why (the spec's `resolve` does that for a param with limits)."""
+        `top=False` leaves the upper bound to the caller (the spec's `resolve`, for a param its
+        `limits` hook bounds: the hook's top and words replace the param's own)."""
         where = f"'{self.label}'"
         if self.type == "bool":
             if isinstance(value, bool):
@@ -274,7 +274,9 @@ class WidgetSpec:
                 f"known parameters: {', '.join(sorted(known))}",
                 unknown[0],
             )
-        values = {p.name: p.validate(body[p.name], top=not p.limits) if p.name in body
+        # a param the `limits` hook bounds has its top checked there, in the hook's words
+        hooked = set(self.limits(self.defaults())) if self.limits is not None else set()
+        values = {p.name: p.validate(body[p.name], top=p.name not in hooked) if p.name in body
                   else p.default for p in self.params}
         for name, bound in (self.limits(values) if self.limits is not None else {}).items():
             p = self.param(name)
