@@ -80,7 +80,12 @@ API_BASE = settings.get("BOOK_API_URL") or "/api"
 
 @lru_cache(maxsize=None)
 def _compute(name: str, params_json: str) -> dict:
-    return REGISTRY[name].compute(json.loads(params_json))
+    module, params = REGISTRY[name], json.loads(params_json)
+    out = module.compute(params)
+    facts = getattr(module, "facts", None)  # values only the prose quotes: the build's alone
+    if facts is not None:
+        out = {**out, "values": {**out["values"], **facts(params)}}
+    return out
 
 
 # Every (widget, resolved params) the pages use, in the order first met: written to

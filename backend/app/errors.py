@@ -9,8 +9,7 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 from backend.app import limits
 
 from backend.app.site import not_found_page
-from backend.bookmodel.load import ModelUnavailable
-from backend.widgets.spec import ParamError
+from backend.errors import Busy, ModelUnavailable, ParamError
 
 # Werkzeug's default descriptions are written for HTML pages; say what the client can fix.
 MESSAGES = {404: "no such resource"}
@@ -33,6 +32,12 @@ def init_app(app: Flask) -> None:
         app.logger.error("%s: %r", exc, exc.__cause__)  # the cause, with its path, stays here
         resp = json_error(503, str(exc))
         resp.headers["Retry-After"] = "30"
+        return resp
+
+    @app.errorhandler(Busy)
+    def busy(exc: Busy):
+        resp = json_error(503, str(exc))  # a full queue, or another reader's timing
+        resp.headers["Retry-After"] = str(exc.retry_after)
         return resp
 
     @app.errorhandler(HTTPException)

@@ -37,7 +37,8 @@ from flask_caching import Cache
 from flask_caching.backends.rediscache import RedisCache
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
-from werkzeug.exceptions import ServiceUnavailable
+
+from backend.errors import Busy  # noqa: F401  (raised here; tests import it from here too)
 
 log = logging.getLogger("backend.app.limits")
 
@@ -55,12 +56,6 @@ def threads_needed(slots: int) -> int:
     heavy = 1 + QUEUE_PLACES_PER_SLOT
     return light + heavy + SPARE_THREADS
 CACHE_VERSION = "v1"  # bump when a result's shape changes, so a shared Redis drops old ones
-
-
-class Busy(ServiceUnavailable):
-    def __init__(self, description: str, retry_after: int = 1):
-        super().__init__(description)
-        self.retry_after = retry_after
 
 
 class _Ticket:

@@ -21,10 +21,13 @@ def _param_schema(p: Param) -> dict:
         schema["enum"] = list(p.options)
     if p.type == "text":
         schema.update(minLength=1, maxLength=p.max_length)
-    if p.depends:
-        # The range that follows other params (spec.Depends), in words and as data.
+    if p.depends or p.limits:
+        # The range that follows other params (spec.Depends, spec.Limit), in words and as data.
         schema["description"] += f". Depends on other parameters: {p.describe_depends()}"
+    if p.depends:
         schema["x-depends"] = [d.to_json() for d in p.depends]
+    if p.limits:
+        schema["x-limits"] = [lim.to_json() for lim in p.limits]
     return schema
 
 
@@ -73,7 +76,8 @@ def document(registry: dict) -> dict:
                     "responses": _spec_responses("the spec")},
             "post": {
                 "summary": spec.title,
-                "description": spec.description,
+                "description": spec.description + "".join(
+                    f" Rule: {rule}" for rule in spec.rules()),
                 "requestBody": {"required": False,
                                 "content": {"application/json": {"schema": body}}},
                 "responses": {

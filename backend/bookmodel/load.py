@@ -12,6 +12,7 @@ import torch
 from safetensors.torch import load_file
 from tokenizers import Tokenizer
 
+from backend.errors import ModelUnavailable  # noqa: F401  (raised here; callers import it too)
 from backend.reference.config import ModelConfig
 from backend.reference.model import DecoderLM
 
@@ -37,11 +38,6 @@ def load_model(weights_dir: Path = WEIGHTS_DIR) -> tuple[DecoderLM, Tokenizer]:
 
 
 _LOADING = threading.Lock()
-
-
-class ModelUnavailable(RuntimeError):
-    """The shipped model could not be loaded (a damaged or missing file): the server's fault,
-    not the reader's. The API answers 503, and the page falls back to its baked results."""
 
 
 def shared_model() -> tuple[DecoderLM, Tokenizer]:

@@ -1,6 +1,7 @@
 """Paged KV memory: the cache kept in fixed-size blocks found through a per-request table.
 
-Two allocators over the same arena of token slots, replaying the same seeded stream of requests:
+Two allocators over the same arena of token slots (`paged_replay.py` replays one seeded stream
+of requests through both):
 
 - `ContiguousKV` gives each sequence one contiguous region reserved for the longest it may grow
   (its prompt plus the maximum output), placed first-fit. What a sequence never writes is wasted,
@@ -19,9 +20,7 @@ stands for come from the book's own KVCache (`kv_levers.bytes_per_token`).
 
 from __future__ import annotations
 
-import random
 from collections import deque
-from dataclasses import dataclass, field
 
 
 # --8<-- [start:pool]
@@ -193,191 +192,6 @@ class ContiguousKV:
     def free(self, seq) -> None:
         del self.regions[seq], self.lengths[seq]
 # --8<-- [end:contiguous]
-
-
-# ------------------------------------------------------------------------------------ replay
-
-@dataclass(frozen=True)
-class Request:
-    prompt: int  # tokens in the prompt, shared by every sample
-    outputs: tuple[int, ...]  # tokens each parallel sample will write before it stops
-
-
-def request_stream(seed: int, mean_len: int, max_len: int, samples: int):
-    """An endless seeded stream of requests. Prompt and output lengths are each drawn from an
-    exponential distribution of mean `mean_len / 2` (many short, a few long), clipped so that a
-    prompt plus any of its outputs is at most `max_len` tokens."""
-    rng = random.Random(seed)
-    while True:
-        prompt = min(max_len - 1, 1 + int(rng.expovariate(2 / mean_len)))
-        outs = tuple(min(max_len - prompt, 1 + int(rng.expovariate(2 / mean_len)))
-                     for _ in range(samples))
-        yield Request(prompt, outs)
-
-
-@dataclass
-class Replay:
-    """Time-averaged slot counts over the measured steps, and the arena at the last step."""
-
-    scheme: str
-    n_slots: int
-    tokens: float = 0.0  # slots holding a real token (a shared token once)
-    internal: float = 0.0  # slots inside an allocation that hold no token now
-    never: float = 0.0  # ... of which no token will ever fill (the sequence stops first)
-    free: float = 0.0  # free slots, too few (paged) or in gaps too small (contiguous) to admit
-    shared: float = 0.0  # slots holding a token that several sequences read
-    running: float = 0.0  # requests running at once
-    finished: int = 0  # requests finished during the measured steps
-    preempted: int = 0  # requests sent back to the queue for lack of blocks (paged)
-    copies: int = 0  # copy-on-write copies (paged)
-    measured_steps: int = 0
-    snapshot: list[int] = field(default_factory=list)  # per slot: a `SLOT` code
-
-
-def steps_for(mean_len: int) -> int:
-    """Long enough for requests of this mean length to come and go a few times: 4 mean lengths,
-    from 256 to 4,096 steps. The work is then about steps x running samples, a few times the
-    arena's slots, whatever the lengths."""
-    return max(256, min(4096, 4 * mean_len))
-
-
-SLOT = {"free": 0, "token": 1, "reserved": 2, "never": 3, "shared": 4}
-
-
-# --8<-- [start:replay]
-def replay(scheme: str, n_slots: int, block_size: int, mean_len: int, max_len: int,
-           samples: int = 1, steps: int | None = None, seed: int = 0) -> Replay:
-    """Serve an always-waiting queue of requests for `steps` decode steps and measure the second
-    half. Each step admits requests first in, first out while they fit, then every running
-    sample writes one token; a sample that has written its output is freed."""
-    steps = steps_for(mean_len) if steps is None else steps
-    stream = request_stream(seed, mean_len, max_len, samples)
-    queue: deque[Request] = deque()
-    running: dict[int, tuple[Request, list[int]]] = {}  # id -> (request, samples still going)
-    paged = scheme == "paged"
-    kv = PagedKV(n_slots // block_size, block_size) if paged else ContiguousKV(n_slots)
-    out, next_id = Replay(scheme, n_slots), 0
-    for step in range(steps):
-        while True:  # admit
-            if not queue:
-                queue.append(next(stream))
-            req = queue[0]
-            try:
-                if paged:  # the prompt once, plus room for each sample's first new token
-                    if cdiv(req.prompt, block_size) + samples > len(kv.pool.free):
-                        break
-                    kv.add((next_id, 0), req.prompt)
-                    for s in range(1, samples):
-                        kv.fork((next_id, 0), (next_id, s))
-                else:  # each sample its own region, for the longest it may grow
-                    placed = []
-                    for s in range(samples):
-                        try:
-                            kv.add((next_id, s), req.prompt, max_len)
-                        except OutOfBlocks:
-                            for p in placed:
-                                kv.free(p)
-                            raise
-                        placed.append((next_id, s))
-            except OutOfBlocks:
-                break
-            queue.popleft()
-            running[next_id] = (req, list(range(samples)))
-            next_id += 1
-        for rid in list(running):  # decode: one token per running sample
-            if rid not in running:
-                continue  # preempted earlier in this step
-            req, live = running[rid]
-            for s in list(live):
-                if not _write(kv, running, queue, rid, s, out, step >= steps // 2):
-                    break  # this request itself went back to the queue
-                if kv.lengths[(rid, s)] == req.prompt + req.outputs[s]:
-                    kv.free((rid, s))
-                    live.remove(s)
-            if rid in running and not live:
-                del running[rid]
-                out.finished += step >= steps // 2
-        if step >= steps // 2:
-            _measure(out, kv, running, paged)
-# --8<-- [end:replay]
-    n = out.measured_steps
-    for name in ("tokens", "internal", "never", "free", "shared", "running"):
-        setattr(out, name, getattr(out, name) / n)
-    out.copies = kv.copies if paged else 0
-    out.snapshot = _snapshot(kv, running, paged, n_slots)
-    return out
-
-
-def _write(kv, running: dict, queue: deque, rid: int, s: int, out: Replay, counted: bool) -> bool:
-    """One token for sample `s` of request `rid`. Out of blocks (paged only), the newest running
-    request goes back to the front of the queue, to start over later, and the write is retried.
-    False when the newest was `rid` itself."""
-    while True:
-        try:
-            kv.append((rid, s))
-            return True
-        except OutOfBlocks:
-            victim = max(running)
-            vreq, vlive = running.pop(victim)
-            for vs in vlive:
-                kv.free((victim, vs))
-            queue.appendleft(vreq)
-            out.preempted += counted
-            if victim == rid:
-                return False
-
-
-def _measure(out: Replay, kv, running: dict, paged: bool) -> None:
-    out.measured_steps += 1
-    out.running += len(running)
-    if paged:
-        tokens, empty, shared = kv.slots()
-        # a last block's empty slots: the sequence may write some, but never past the block
-        out.tokens, out.internal, out.shared = (out.tokens + tokens, out.internal + empty,
-                                                out.shared + shared)
-        out.free += len(kv.pool.free) * kv.bs
-        out.never += _paged_never(kv, running)
-        return
-    tokens = sum(kv.lengths.values())
-    reserved = sum(size for _, size in kv.regions.values())
-    out.tokens += tokens
-    out.internal += reserved - tokens
-    out.never += sum(kv.regions[(rid, s)][1] - req.prompt - req.outputs[s]
-                     for rid, (req, live) in running.items() for s in live)
-    out.free += kv.n_slots - reserved
-
-
-def _paged_never(kv: PagedKV, running: dict) -> int:
-    """Slots of the blocks in use that no token will fill: each live sample's final last block
-    is only partly written, and only that block is wasted for good (counted when it is the last
-    block already held)."""
-    never = 0
-    for rid, (req, live) in running.items():
-        for s in live:
-            final = req.prompt + req.outputs[s]
-            if cdiv(final, kv.bs) == len(kv.tables[(rid, s)]):
-                never += cdiv(final, kv.bs) * kv.bs - final
-    return never
-
-
-def _snapshot(kv, running: dict, paged: bool, n_slots: int) -> list[int]:
-    cells = [SLOT["free"]] * n_slots
-    if paged:
-        bs = kv.bs
-        for b, refs in enumerate(kv.pool.refs):
-            if refs:
-                fill = kv.pool.fill[b]
-                code = SLOT["shared"] if refs > 1 else SLOT["token"]
-                cells[b * bs:b * bs + fill] = [code] * fill
-                cells[b * bs + fill:(b + 1) * bs] = [SLOT["reserved"]] * (bs - fill)
-        return cells
-    for (rid, s), (start, size) in kv.regions.items():
-        req = running[rid][0]
-        n, final = kv.lengths[(rid, s)], req.prompt + req.outputs[s]
-        cells[start:start + n] = [SLOT["token"]] * n
-        cells[start + n:start + final] = [SLOT["reserved"]] * (final - n)
-        cells[start + final:start + size] = [SLOT["never"]] * (size - final)
-    return cells
 
 
 # ------------------------------------------------------------------------- worked examples

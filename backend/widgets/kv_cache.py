@@ -27,11 +27,12 @@ from backend.reference.presets import DECODER_PRESETS, PRESETS
 from backend.reference.serving import (CARDS, DTYPES, GB, GIB, QUANTISED, cache_bytes, users_fit,
                                        weights_bytes)
 from backend.widgets.shapes import check_heads, kv_depend_on_heads
+from backend.widgets import presets
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
 CHOICES = {name: PRESETS[name] for name in DECODER_PRESETS}
-CUSTOM = "custom"
+CUSTOM = presets.CUSTOM
 START = PRESETS["llama-3-8b"]  # the custom fields start here
 FIELDS = {"n_layers": "n_layers", "n_heads": "n_heads", "n_kv": "n_kv_heads", "head_dim": "d_head"}
 MEMORIES = tuple(CARDS)  # the GB (10^9 bytes) each card is sold as; modelled by what CUDA reports
@@ -46,30 +47,22 @@ USERS_MEMORY_ONLY = 1024
 
 
 def _locks(param: str) -> tuple[Depends, ...]:
-    field = FIELDS[param]
-    return (Depends("preset", {
-        name: {"min": getattr(cfg, field), "max": getattr(cfg, field),
-               "note": f"preset {name} has {getattr(cfg, field)}; choose custom to edit"}
-        for name, cfg in CHOICES.items()}, release=CUSTOM),)  # a move switches to custom
+    return presets.locks(CHOICES, FIELDS, param)
 
 
-class PresetSpec(WidgetSpec):
-    """Omitted fields come from the chosen preset, not from the defaults."""
-
-    def resolve(self, body):
-        if isinstance(body, dict):
-            memory = body.get("memory")
-            if (isinstance(memory, (int, float)) and not isinstance(memory, bool)
-                    and float(memory).is_integer() and str(int(memory)) in CARDS):
-                body = {**body, "memory": str(int(memory))}  # 80 as well as "80"
-            preset = body.get("preset", CUSTOM)
-            if isinstance(preset, str) and preset in CHOICES:
-                cfg = CHOICES[preset]
-                body = {**{p: getattr(cfg, f) for p, f in FIELDS.items()}, **body}
-        return super().resolve(body)
+_from_preset = presets.fill_from(CHOICES, FIELDS)
 
 
-SPEC = PresetSpec(
+def _prepare(body: dict) -> dict:
+    """80 as well as "80" names a card; omitted fields come from the chosen preset."""
+    memory = body.get("memory")
+    if (isinstance(memory, (int, float)) and not isinstance(memory, bool)
+            and float(memory).is_integer() and str(int(memory)) in CARDS):
+        body = {**body, "memory": str(int(memory))}
+    return _from_preset(body)
+
+
+SPEC = WidgetSpec(
     name="kv_cache",
     title="How big the KV cache is, and how many users fit",
     description="Bytes of keys and values a model keeps per token and per user, read off the "
@@ -125,6 +118,7 @@ SPEC = PresetSpec(
         + tuple({"batch": 2 ** i} for i in range(0, 11))
     ),
     cost_hint="light",
+    prepare=_prepare,
 )
 
 

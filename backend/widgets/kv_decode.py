@@ -18,7 +18,6 @@ and remembered per worker for MEASURE_TTL_SECONDS only; the API keeps an answer 
 
 from __future__ import annotations
 
-import copy
 import math
 import statistics
 import time
@@ -29,16 +28,15 @@ import torch
 
 from backend import device
 from backend.reference import decode
-from backend.reference.config import ModelConfig
 from backend.reference.generate import GenerationResult, generate, token_steps
-from backend.reference.model import DecoderLM
 from backend.widgets import measure as measure_lib
+from backend.widgets.kv_decode_models import (  # noqa: F401  (tests read them here)
+    MAX_PROMPT, MAX_STEPS, RANDOM_CONFIG, model_for, prompt_for, random_model)
+from backend.widgets.measure import buckets, per_step, quarters, slope  # noqa: F401
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
 BOOK_MAX_STEPS = 96      # 32 prompt tokens + 96 steps stay inside the book model's 128 positions
-MAX_STEPS = 400          # the notebook's run (see the work note under REPEATS)
-MAX_PROMPT = 32
 
 SPEC = WidgetSpec(
     name="kv_decode",
@@ -89,11 +87,6 @@ SPEC = WidgetSpec(
     result_ttl=600,  # a timing is of one moment: the API keeps it ten minutes, not a day
 )
 
-# The random reference model: small, so its time is mostly the per-step work every decoder pays
-# (one forward call per step), which is what the cache saves.
-RANDOM_CONFIG = ModelConfig(vocab_size=256, d_model=32, n_layers=2, n_heads=2, n_kv_heads=1,
-                            d_ff=64, max_seq_len=MAX_PROMPT + MAX_STEPS)
-RANDOM_SEED = 0
 # Work per request: the two runs once untimed (counts, logits, the filled cache; they are also
 # the warm-up), then REPEATS step-timed runs of each (the fastest of three per step), but only
 # as many as keep the uncached runs within TIMING_ROW_BUDGET key rows per layer, and never fewer
@@ -104,7 +97,6 @@ RANDOM_SEED = 0
 REPEATS = 3
 TIMING_ROW_BUDGET = 75_000
 MEASURE_TTL_SECONDS = 600
-PROMPT_TEXT_SEED = 0
 MAX_CURVE_POINTS = 60
 MAX_BUCKETS = 40  # the per-step lines: the fastest step of at most this many stretches
 HANDOUT_LENGTHS = (400, 800, 1000)  # the notebook's run, its "Try", a 1,000-token answer
@@ -117,51 +109,6 @@ def length_values() -> dict:
         out[f"rows_{n}_no_cache"] = token_steps(n, False)
         out[f"rows_{n}_cache"] = token_steps(n, True)
     return out
-
-
-@lru_cache(maxsize=2)
-def model_for(name: str) -> DecoderLM:
-    dev = device.device()
-    if name == "book":
-        from backend.bookmodel.load import shared_model
-        model = shared_model()[0]
-        # `.to` moves a module in place: other widgets share this one on the CPU, so a GPU gets
-        # its own copy
-        return model if dev == "cpu" else copy.deepcopy(model).to(dev)
-    return random_model().eval().to(dev)
-
-
-def random_model() -> DecoderLM:
-    """DecoderLM(RANDOM_CONFIG) with its usual initialisation (N(0, 0.02) matrices, unit norm
-    gains) drawn from a private generator: workers answer requests on threads, and seeding
-    torch's global generator here would race with anything else drawing from it."""
-    g = torch.Generator().manual_seed(RANDOM_SEED)
-    with torch.device("meta"):
-        model = DecoderLM(RANDOM_CONFIG)  # shapes only: nothing drawn from the global generator
-    model = model.to_empty(device="cpu")
-    with torch.no_grad():
-        for module in model.modules():
-            for name, p in module.named_parameters(recurse=False):
-                if isinstance(module, (torch.nn.Linear, torch.nn.Embedding)) and name == "weight":
-                    p.copy_(torch.normal(0.0, 0.02, p.shape, generator=g))
-                elif name == "weight":  # a norm's gain
-                    p.fill_(1.0)
-                else:
-                    p.zero_()
-    return model
-
-
-def prompt_for(name: str, prompt_len: int) -> torch.Tensor:
-    """(1, prompt_len) ids: the start of a held-out sentence for the book's model, a seeded
-    draw for the random one."""
-    if name == "book":
-        from backend.bookmodel.load import heldout_sentences, shared_model
-        tok = shared_model()[1]
-        ids = tok.encode(" ".join(heldout_sentences()[:4])).ids[:prompt_len]
-    else:
-        g = torch.Generator().manual_seed(PROMPT_TEXT_SEED)
-        ids = torch.randint(0, RANDOM_CONFIG.vocab_size, (prompt_len,), generator=g).tolist()
-    return torch.tensor([ids], device=device.device())
 
 
 def repeats_for(steps: int, prompt_len: int) -> int:
@@ -206,44 +153,6 @@ def measure(name: str, steps: int, prompt_len: int) -> StepTiming:
                 agree = agree and torch.equal(tokens, ref.tokens)
         timing_ms = (time.perf_counter() - t0) * 1000
     return StepTiming(tuple(runs[True]), tuple(runs[False]), cached, uncached, agree, timing_ms)
-
-
-def per_step(runs) -> list[float]:
-    """The fastest of the runs at each step: other work on the machine only ever adds time to
-    a step, so the fastest run is the one least disturbed."""
-    return [min(col) for col in zip(*runs)]
-
-
-def buckets(xs: list[int], ms: list[float], n: int = MAX_BUCKETS) -> tuple[list[float], list[float]]:
-    """The fastest step of each consecutive stretch of at most ceil(len / n) steps: (mid x, ms).
-    Neighbouring steps do nearly the same work, so a stretch's fastest step is its time with
-    the least disturbance: a burst of other work has to cover the whole stretch to move it."""
-    width = max(1, math.ceil(len(ms) / n))
-    mids, lows = [], []
-    for i in range(0, len(ms), width):
-        mids.append(statistics.mean(xs[i:i + width]))
-        lows.append(min(ms[i:i + width]))
-    return mids, lows
-
-
-def quarters(ms: list[float]) -> tuple[float, float]:
-    """The fastest step in the first and in the last quarter of the decode steps (every step
-    after the first; the first is the prefill of a cached run): load only adds time, so these
-    survive a busy machine as long as some steps of each quarter ran undisturbed. With fewer than
-    four decode steps a quarter is one step; with none, both are the first step."""
-    decode_ms = ms[1:] or ms
-    q = max(1, len(decode_ms) // 4)
-    return min(decode_ms[:q]), min(decode_ms[-q:])
-
-
-def slope(xs: list[int], ms: list[float]) -> float:
-    """Least-squares slope of step time against position over the decode steps, in ms per
-    position (0 with fewer than two decode steps)."""
-    x, y = xs[1:], ms[1:]
-    if len(x) < 2:
-        return 0.0
-    mx, my = statistics.mean(x), statistics.mean(y)
-    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
 
 
 @lru_cache(maxsize=64)
@@ -340,7 +249,7 @@ def _figure(steps: int, P: int, v: dict) -> dict:
     # over stretches of steps as the line (a disturbed step moves a dot, not the line)
     for label, key, color in (("no cache", "no_cache", no), ("cache", "cache", yes)):
         ms = v["step_ms_" + key]
-        mids, meds = buckets(xs, ms)
+        mids, meds = buckets(xs, ms, MAX_BUCKETS)
         data.append({"type": "scatter", "mode": "markers", "x": xs, "y": ms,
                      "name": f"{label}, each step", "showlegend": False,
                      "marker": {"color": color, "size": 3, "opacity": 0.35},

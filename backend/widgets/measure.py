@@ -15,21 +15,21 @@ many cores happen to be free.
 from __future__ import annotations
 
 import fcntl
+import math
 import functools
 import os
-import tempfile
+import statistics
 import threading
 import time
 from contextlib import contextmanager
 
 import torch
-from werkzeug.exceptions import ServiceUnavailable
 
-from backend import device
+from backend import device, settings
+from backend.errors import Busy
 
 LOCK_WAIT_SECONDS = 10.0
-LOCK_PATH = os.environ.get("BOOK_TIMING_LOCK") or os.path.join(tempfile.gettempdir(),
-                                                                "book-timing.lock")
+LOCK_PATH: str | None = None  # a test's own lock file; None: the setting BOOK_TIMING_LOCK
 
 
 @contextmanager
@@ -39,7 +39,8 @@ def timing_lock(wait: float | None = None, path: str | None = None):
     `flock` locks belong to an open file, so separate opens exclude each other whether they
     come from two threads of one worker or from two workers."""
     wait = LOCK_WAIT_SECONDS if wait is None else wait
-    fd = os.open(path or LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o666)
+    path = path or LOCK_PATH or settings.get("BOOK_TIMING_LOCK")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -48,10 +49,8 @@ def timing_lock(wait: float | None = None, path: str | None = None):
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    exc = ServiceUnavailable("the server is busy timing another reader's "
-                                             "request; try again in a moment")
-                    exc.retry_after = 2
-                    raise exc from None
+                    raise Busy("the server is busy timing another reader's request; try "
+                               "again in a moment", retry_after=2) from None
                 time.sleep(0.005)
         try:
             yield
@@ -123,3 +122,43 @@ def remembered_for(seconds: float, maxsize: int = 64):
         call.ttl_seconds = seconds
         return call
     return wrap
+
+
+# Reading step-by-step timings (kv_decode): load only ever adds time to a step.
+
+def per_step(runs) -> list[float]:
+    """The fastest of the runs at each step: other work on the machine only ever adds time to
+    a step, so the fastest run is the one least disturbed."""
+    return [min(col) for col in zip(*runs)]
+
+
+def buckets(xs: list[int], ms: list[float], n: int = 40) -> tuple[list[float], list[float]]:
+    """The fastest step of each consecutive stretch of at most ceil(len / n) steps: (mid x, ms).
+    Neighbouring steps do nearly the same work, so a stretch's fastest step is its time with
+    the least disturbance: a burst of other work has to cover the whole stretch to move it."""
+    width = max(1, math.ceil(len(ms) / n))
+    mids, lows = [], []
+    for i in range(0, len(ms), width):
+        mids.append(statistics.mean(xs[i:i + width]))
+        lows.append(min(ms[i:i + width]))
+    return mids, lows
+
+
+def quarters(ms: list[float]) -> tuple[float, float]:
+    """The fastest step in the first and in the last quarter of the decode steps (every step
+    after the first; the first is the prefill of a cached run): load only adds time, so these
+    survive a busy machine as long as some steps of each quarter ran undisturbed. With fewer than
+    four decode steps a quarter is one step; with none, both are the first step."""
+    decode_ms = ms[1:] or ms
+    q = max(1, len(decode_ms) // 4)
+    return min(decode_ms[:q]), min(decode_ms[-q:])
+
+
+def slope(xs: list[int], ms: list[float]) -> float:
+    """Least-squares slope of step time against position over the decode steps, in ms per
+    position (0 with fewer than two decode steps)."""
+    x, y = xs[1:], ms[1:]
+    if len(x) < 2:
+        return 0.0
+    mx, my = statistics.mean(x), statistics.mean(y)
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)

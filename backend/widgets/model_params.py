@@ -27,6 +27,7 @@ from backend.reference.config import ModelConfig
 from backend.reference.counting import build_on_meta, count_by_matrix, count_parameters
 from backend.reference.presets import PRESETS
 from backend.widgets.shapes import check_heads, heads_depend_on_width, kv_depend_on_heads
+from backend.widgets import presets
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import ATTENTION_SHADES, COLORS, PART_COLORS
 
@@ -39,7 +40,7 @@ CHOICES = {  # preset name -> config; the first is the page's start
     "llama-3.2-1b": PRESETS["llama-3.2-1b"],
     "book": BOOK,
 }
-CUSTOM = "custom"
+CUSTOM = presets.CUSTOM
 FIELDS = {  # widget param -> ModelConfig field
     "n_layers": "n_layers", "d_model": "d_model", "n_heads": "n_heads", "n_kv": "n_kv_heads",
     "d_ff": "d_ff", "vocab": "vocab_size", "tied": "tie_embeddings",
@@ -48,33 +49,11 @@ LOGIT_TOKENS = 4096  # prompt length for the logits_to_keep comparison
 
 
 def _locks(param: str) -> tuple[Depends, ...]:
-    field = FIELDS[param]
-    cases = {}
-    for name, cfg in CHOICES.items():
-        v = getattr(cfg, field)
-        note = f"preset {name} has {v}; choose custom to edit"
-        cases[name] = ({"disabled": True, "allowed": [v],
-                        "note": f"preset {name} sets it; choose custom to edit"}
-                       if isinstance(v, bool) else {"min": v, "max": v, "note": note})
-    # release: moving a pinned slider switches the page to custom, from the preset's values
-    return (Depends("preset", cases, release=CUSTOM),)
-
-
-class PresetSpec(WidgetSpec):
-    """A WidgetSpec whose omitted fields come from the chosen preset, not from the defaults."""
-
-    def resolve(self, body):
-        if isinstance(body, dict):
-            preset = body.get("preset", CUSTOM)
-            if isinstance(preset, str) and preset in CHOICES:
-                cfg = CHOICES[preset]
-                body = {**{p: getattr(cfg, f) for p, f in FIELDS.items()}, **body,
-                        "tied": cfg.tie_embeddings}  # disabled under a preset: the preset decides
-        return super().resolve(body)
+    return presets.locks(CHOICES, FIELDS, param)
 
 
 D = PRESETS["llama-2-7b"]
-SPEC = PresetSpec(
+SPEC = WidgetSpec(
     name="model_params",
     title="Where the parameters are",
     description="A decoder-only model's parameters by part, counted on the meta device by the "
@@ -111,6 +90,7 @@ SPEC = PresetSpec(
     ),
     bake=tuple({"preset": name} for name in CHOICES),
     cost_hint="light",
+    prepare=presets.fill_from(CHOICES, FIELDS, forced=("tied",)),
 )
 
 

@@ -43,6 +43,19 @@ def _widths(h: int) -> list[int]:
     return [d for d in range(D_MIN, D_MAX + 1, D_STEP) if d % h == 0 and (d // h) % 2 == 0]
 
 
+def check(params: dict) -> None:
+    """The cross-parameter rules, in the labels the reader sees."""
+    h, n_kv, d = params["n_heads"], params["n_kv"], params["d_model"]
+    if n_kv > h or h % n_kv:
+        choices = ", ".join(str(k) for k in _divisors(h))
+        raise ParamError(f"'{LABEL_KV}' must divide '{LABEL_H}': with {h} query heads choose "
+                         f"one of {choices}, got {n_kv}", "n_kv")
+    if d not in _widths(h):
+        raise ParamError(f"'{LABEL_D}' must be a multiple of {D_STEP} and of '{LABEL_H}' so "
+                         f"every head gets an even number d / h of numbers (RoPE turns pairs): "
+                         f"got {d} with {h} query heads", "d_model")
+
+
 SPEC = WidgetSpec(
     name="multi_head",
     title="Many heads, shared keys and values",
@@ -77,20 +90,8 @@ SPEC = WidgetSpec(
     # Offline: every valid (h, n_kv) for h a power of two at d = 512, and a sweep of d.
     bake=tuple({"n_heads": h, "n_kv": k} for h in (1, 2, 4, 8, 16) for k in _divisors(h))
     + tuple({"d_model": d} for d in (64, 128, 256, 1024)),
+    check=check,
 )
-
-
-def check(params: dict) -> None:
-    """The cross-parameter rules, in the labels the reader sees."""
-    h, n_kv, d = params["n_heads"], params["n_kv"], params["d_model"]
-    if n_kv > h or h % n_kv:
-        choices = ", ".join(str(k) for k in _divisors(h))
-        raise ParamError(f"'{LABEL_KV}' must divide '{LABEL_H}': with {h} query heads choose "
-                         f"one of {choices}, got {n_kv}", "n_kv")
-    if d not in _widths(h):
-        raise ParamError(f"'{LABEL_D}' must be a multiple of {D_STEP} and of '{LABEL_H}' so "
-                         f"every head gets an even number d / h of numbers (RoPE turns pairs): "
-                         f"got {d} with {h} query heads", "d_model")
 
 
 def config_for(h: int, n_kv: int, d: int) -> ModelConfig:
@@ -134,10 +135,10 @@ def trained_pooling() -> dict | None:
     attention output after W_O compared with the original's over every sentence above. None
     when this server cannot load MiniLM."""
     from backend.reference.grouped_query import repeat_kv
-    from backend.widgets import attention_map
+    from backend.widgets import attention_models
 
     try:
-        model, tok = attention_map._hf(str(attention_map.minilm_dir()))
+        model, tok = attention_models._hf(str(attention_models.minilm_dir()))
     except ParamError:
         return None
     n_heads = model.config.num_attention_heads
@@ -194,7 +195,6 @@ def _trained_summary(t: dict | None) -> dict | None:
 
 
 def compute(params: dict) -> dict:
-    check(params)
     h, n_kv, d = params["n_heads"], params["n_kv"], params["d_model"]
     mha, mha_cfg, x, y_mha, w_mha, kv_mha = _multi_head(h, d)
     cfg = config_for(h, n_kv, d)

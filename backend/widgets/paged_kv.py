@@ -15,7 +15,8 @@ shortest request, so the work is a few times the arena (at most 16,384 slots).
 from __future__ import annotations
 
 from backend.reference import kv_levers
-from backend.reference.paged import SLOT, fork_blocks, one_request, prefix_hit, replay
+from backend.reference.paged import fork_blocks, one_request, prefix_hit
+from backend.reference.paged_replay import SLOT, replay
 from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES, base_layout
 
@@ -28,6 +29,27 @@ EXAMPLE_TOKENS = 1000  # Exercise 1
 MATH_TOKENS = 200  # the math's worked example, a different length
 PREFIX_PROMPT, PREFIX_SHARED = 100, 40
 FORK_PROMPT, FORK_SAMPLES = 40, 4
+def _labels() -> dict:
+    return {p.name: p.label for p in SPEC.params}
+
+
+def check(params: dict) -> None:
+    """The mean request length is at most the maximum, and the arena holds the samples at
+    their maximum length (samples × maximum slots)."""
+    mean, cap, n, budget = (params[k] for k in ("mean_len", "max_len", "samples", "budget_tokens"))
+    if mean > cap:
+        labels = _labels()
+        # Only the control to move is quoted (and named): the maximum is what it is measured
+        # against, and lowering both together would never meet.
+        raise ParamError(f"'{labels['mean_len']}' ({mean:,}) must be at most the "
+                         f"{labels['max_len']} ({cap:,})", "mean_len")
+    if n * cap > budget:
+        labels = _labels()
+        raise ParamError(f"'{labels['budget_tokens']}' ({budget:,}) must hold at least "
+                         f"'{labels['samples']}' × '{labels['max_len']}' ({n * cap:,}) slots",
+                         "budget_tokens")
+
+
 SPEC = WidgetSpec(
     name="paged_kv",
     title="Contiguous reservations against paged blocks",
@@ -63,22 +85,13 @@ SPEC = WidgetSpec(
     bake=({"block_size": 1}, {"block_size": 4}, {"block_size": 64}, {"block_size": 256},
           {"samples": 4}, {"max_len": 4096}, {"mean_len": 1024}),
     cost_hint="heavy",
+    check=check,
 )
 
 
 def compute(params: dict) -> dict:
     bs, mean, cap, n, budget = (params[k] for k in
                                 ("block_size", "mean_len", "max_len", "samples", "budget_tokens"))
-    labels = {p.name: p.label for p in SPEC.params}
-    if mean > cap:
-        # Only the control to move is quoted (and named): the maximum is what it is measured
-        # against, and lowering both together would never meet.
-        raise ParamError(f"'{labels['mean_len']}' ({mean:,}) must be at most the "
-                         f"{labels['max_len']} ({cap:,})", "mean_len")
-    if n * cap > budget:
-        raise ParamError(f"'{labels['budget_tokens']}' ({budget:,}) must hold at least "
-                         f"'{labels['samples']}' × '{labels['max_len']}' ({n * cap:,}) slots",
-                         "budget_tokens")
     runs = {s: replay(s, budget, bs, mean, cap, n, seed=SEED) for s in SCHEMES}
     per_token = kv_levers.bytes_per_token("gqa")
     values = {"arena_gb": budget * per_token / 1e9, "bytes_per_token": per_token}

@@ -15,10 +15,10 @@ the budget, on the page and in the API), so one request answers in about a secon
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 
+from backend.hf_import import LOCK as HF_IMPORT_LOCK
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_parameters
 from backend.reference.llama_compare import (ATTENTION_TOLERANCE, DECODE_STEPS, LOGIT_TOLERANCE, LOSS_TOLERANCE,
@@ -27,9 +27,6 @@ from backend.reference.model import FAULTS
 from backend.widgets.shapes import check_heads
 from backend.widgets.spec import Depends, Limit, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, SERIES
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 MAX_PARAMS = 1_000_000  # two float32 copies and a 64-token batch: about a second on one CPU core
 FLOOR = 1e-10  # where an exact 0 is drawn on the log axis
@@ -138,8 +135,12 @@ def config_of(params: dict) -> ModelConfig:
 def compute(params: dict) -> dict:
     cfg = config_of(params)
     fault, dtype = params["fault"], params["dtype"]
+    with HF_IMPORT_LOCK:  # transformers resolves names lazily; not safe from two threads
+        import transformers
+        # its warnings are for a developer, not the server's log (set here, not in os.environ:
+        # the oracle only builds models from a config, so nothing is ever downloaded)
+        transformers.logging.set_verbosity_error()
     r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"], fault=fault, dtype=DTYPES[dtype])
-    import transformers
 
     per_pos, per_layer, changed = r.position_logit_diff, r.layer_hidden_diff, r.position_argmax_changed
     over = [t for t, g in enumerate(per_pos) if g > LOGIT_TOLERANCE]

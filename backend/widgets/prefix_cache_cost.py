@@ -21,6 +21,26 @@ MAX_TOKENS = 131_072  # a long context window; the sliders move in powers of two
 # steps of 128 tokens. Self-hosted engines: whole blocks of keys and values (vLLM's default block
 # is 16 tokens), and never the prompt's last token, which must run to give the first new token.
 PROVIDER_MINIMUM, PROVIDER_STEP, ENGINE_BLOCK = 1024, 128, 16
+def _labels() -> dict:
+    return {p.name: p.label for p in SPEC.params}
+
+
+def check(params: dict) -> None:
+    """The cached prefix is at most the input, and writing the cache costs at least the input
+    price."""
+    n_in, n_cached, p_in = params["input_tokens"], params["cached_tokens"], params["price_input"]
+    if n_cached > n_in:
+        labels = _labels()
+        raise ParamError(f"'{labels['cached_tokens']}' must be from 1 to '{labels['input_tokens']}' "
+                         f"({n_in:,}); got {n_cached:,}", "cached_tokens")
+    if params["price_write"] < p_in:
+        labels = _labels()
+        raise ParamError(f"'{labels['price_write']}' must be at least the '{labels['price_input']}' "
+                         f"({p_in:g}): writing the prefix computes it as an uncached input does, "
+                         f"and nothing extra for the write means the input price; "
+                         f"got {params['price_write']:g}", "price_write")
+
+
 SPEC = WidgetSpec(
     name="prefix_cache_cost",
     title="What a cached prefix saves",
@@ -57,22 +77,13 @@ SPEC = WidgetSpec(
           + tuple({"input_tokens": n} for n in (350, 512, 1024, 4000, 4096, 16384))
           + tuple({"output_tokens": n} for n in (1, 16, 128, 1024))),
     cost_hint="light",
+    check=check,
 )
 
 
 def compute(params: dict) -> dict:
     n_in, n_out, n_cached = params["input_tokens"], params["output_tokens"], params["cached_tokens"]
-    if n_cached > n_in:
-        labels = {p.name: p.label for p in SPEC.params}
-        raise ParamError(f"'{labels['cached_tokens']}' must be from 1 to '{labels['input_tokens']}' "
-                         f"({n_in:,}); got {n_cached:,}", "cached_tokens")
     p_in, p_out = params["price_input"], params["price_output"]
-    if params["price_write"] < p_in:
-        labels = {p.name: p.label for p in SPEC.params}
-        raise ParamError(f"'{labels['price_write']}' must be at least the '{labels['price_input']}' "
-                         f"({p_in:g}): writing the prefix computes it as an uncached input does, "
-                         f"and nothing extra for the write means the input price; "
-                         f"got {params['price_write']:g}", "price_write")
     full = pricing.bill(n_in, n_out, 0, p_in, p_out, params["price_cached"])
     cached = pricing.bill(n_in, n_out, n_cached, p_in, p_out, params["price_cached"])
     write = pricing.first_write(n_in, n_out, n_cached, p_in, p_out, params["price_write"])

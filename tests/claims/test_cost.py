@@ -38,7 +38,9 @@ def private_lock(tmp_path, monkeypatch):
 
 
 def values(**params):
-    return w.compute(w.SPEC.resolve(params))["values"]
+    """What `{{ value("attention_cost", ...) }}` reads: compute's values and the build's facts."""
+    resolved = w.SPEC.resolve(params)
+    return {**w.compute(resolved)["values"], **w.facts(resolved)}
 
 
 # "8,000 → 16,000 → 128,000 tokens is 4× and then 256× the attention work of 8,000."

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from backend.reference import kv_levers as kl
-from backend.reference.paged import PagedKV, cdiv, replay
+from backend.reference.paged import PagedKV, cdiv
+from backend.reference.paged_replay import replay
 from backend.widgets import kv_levers as lw
 from backend.widgets import paged_kv as pw
 
@@ -109,7 +110,7 @@ def test_each_preemption_recomputes_from_the_start():
     request goes back to the queue whole, holding no blocks."""
     from collections import deque
 
-    from backend.reference.paged import Replay, Request, _write
+    from backend.reference.paged_replay import Replay, Request, _write
     kv = PagedKV(2, 4)
     kv.add((0, 0), 4)
     kv.add((1, 0), 4)  # both blocks full: request 0's next token needs a block

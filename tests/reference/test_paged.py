@@ -27,7 +27,8 @@ import random
 import pytest
 
 from backend.reference.paged import (BlockPool, ContiguousKV, OutOfBlocks, PagedKV, cdiv,
-                                     full_block_hashes, replay)
+                                     full_block_hashes)
+from backend.reference.paged_replay import replay
 
 
 def vllm_required_blocks(num_tokens: int, block_size: int) -> int:

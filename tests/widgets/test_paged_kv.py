@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.reference.paged import SLOT
+from backend.reference.paged_replay import SLOT
 from backend.widgets import paged_kv
 
 URL = "/api/widgets/paged_kv"

@@ -12,8 +12,8 @@ import time
 
 import pytest
 import torch
-from werkzeug.exceptions import ServiceUnavailable
 
+from backend.errors import Busy
 from backend.reference import recurrence
 from backend.widgets import measure
 from backend.widgets import sequential_vs_parallel as w
@@ -108,7 +108,7 @@ def test_the_lock_excludes_another_thread_and_gives_up_after_the_wait():
         try:
             with measure.timing_lock(wait=0.2):
                 pass
-        except ServiceUnavailable as exc:
+        except Busy as exc:
             errors.append(exc)
 
     with measure.timing_lock():

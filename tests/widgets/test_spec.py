@@ -232,3 +232,54 @@ def test_option_labels_are_one_per_option_and_travel_with_the_spec():
         Param("card", "card", "choice", default="80", options=("40", "80"), option_labels=("x",))
     with pytest.raises(TypeError, match="one option label per option"):
         Param("n", "n", "int", default=1, min=1, max=2, option_labels=("one",))
+
+
+def _hooked(calls: list) -> WidgetSpec:
+    """A spec with all three hooks: a preset that fills `b`, a server ceiling on `a` that
+    follows `b`, and a rule across both."""
+    def prepare(body):
+        calls.append("prepare")
+        return {"b": 4, **body} if body.get("preset") == "four" else body
+
+    def limits(values):
+        """'a' is at most 3 × 'b' on this server."""
+        calls.append("limits")
+        return {"a": {"max": 3 * values["b"], "why": f"at b = {values['b']} (the server's own)"}}
+
+    def check(values):
+        """'a' and 'b' differ."""
+        calls.append("check")
+        if values["a"] == values["b"]:
+            raise ParamError("'a' must differ from 'b'", "a")
+
+    return WidgetSpec(name="hooked", title="t", params=(
+        Param("preset", "preset", "choice", default="none", options=("none", "four")),
+        Param("a", "a", "int", default=1, min=1, max=100,
+              limits=(Limit(100, ((1, ("a", "b")),)),)),
+        Param("b", "b", "int", default=2, min=1, max=10)),
+        prepare=prepare, limits=limits, check=check)
+
+
+def test_the_hooks_run_in_resolve_in_order_and_their_rules_are_in_words():
+    calls = []
+    spec = _hooked(calls)
+    assert calls[0] == "prepare" and calls[-1] == "check"  # the defaults pass every rule
+    calls.clear()
+    assert spec.resolve({"preset": "four", "a": 12}) == {"preset": "four", "a": 12, "b": 4}
+    assert calls[0] == "prepare" and "limits" in calls and calls[-1] == "check"
+    # the server's limit speaks first, with its own words, though the param's max (100) is more
+    with pytest.raises(ParamError) as info:
+        spec.resolve({"preset": "four", "a": 50})
+    assert str(info.value) == "'a' must be from 1 to 12 at b = 4 (the server's own), got 50"
+    assert info.value.param == "a"
+    with pytest.raises(ParamError, match="must differ"):
+        spec.resolve({"a": 2, "b": 2})
+    # a param's own range is still checked first: no limit or rule sees a value out of range
+    calls.clear()
+    with pytest.raises(ParamError, match="'b' must be from 1 to 10"):
+        spec.resolve({"b": 11})
+    assert "check" not in calls
+    assert spec.rules() == ["'a' is at most 3 × 'b' on this server.", "'a' and 'b' differ."]
+    assert spec.to_json()["rules"] == spec.rules()
+    assert "rules" not in WidgetSpec(name="plain", title="t", params=(
+        Param("x", "x", "int", default=1, min=0, max=2),)).to_json()
