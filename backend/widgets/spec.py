@@ -91,8 +91,8 @@ class Limit:
             Limit(2 ** 27, ((1, ("context_len", "context_len", "batch", "n_heads", "head_dim")),)),))
 
     caps T at isqrt(2^27 // (B h d)), whatever moved. Unlike `Depends`, it follows every factor
-    at once; the API (`Param.effective`) and the page (runtime.js `effective`) evaluate the same
-    data, so the slider's top is the top the API allows."""
+    at once; the API (`Param.effective`) and the page (widgets/runtime/spec.js `effective`)
+    evaluate the same data, so the slider's top is the top the API allows."""
 
     budget: int
     terms: tuple = ()  # ((coefficient, (factor, ...)), ...)
