@@ -21,8 +21,10 @@ serve: build
 	exec $(BIN)/python -m backend.serve
 
 ## test: every test; the suite builds the book itself (strict, notebooks executed) and, with
-## root and podman (installed under CI=true), builds the image and probes it
+## root and podman (installed under CI=true), builds the image and probes it. First, in seconds,
+## node's own runner on the browser runtime's pure modules (tests/js: shared cases from Python)
 test: $(VENV)/.dev-installed node_modules/.installed chromium redis podman
+	node --test tests/js/
 	BOOK_TEST_SITE= $(BIN)/python -m pytest
 
 ## build: the static site in site/, with widgets baked

@@ -9,7 +9,7 @@ In a chapter's markdown:
     ```
 
 becomes a `<div data-widget>` carrying the widget's spec and results baked at build time
-(the start values plus the spec's bake points), which `runtime.js` mounts. And
+(the start values plus the spec's bake points), which the runtime (`widgets/runtime/`) mounts. And
 
     {{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}
 
@@ -52,6 +52,7 @@ from backend.widgets.style import theme_payload  # noqa: E402
 log = logging.getLogger("mkdocs.hooks.widgets")
 
 NODE = ROOT / "node_modules"
+RUNTIME_MODULES = sorted((ROOT / "widgets/runtime").glob("*.js"))
 # site path -> source path. Only what the pages load; KaTeX's woff2 fonts are enough for
 # every browser that runs the rest of the site.
 VENDOR = {
@@ -60,8 +61,9 @@ VENDOR = {
     "assets/vendor/katex/katex.min.css": NODE / "katex/dist/katex.min.css",
     "assets/vendor/katex/contrib/auto-render.min.js":
         NODE / "katex/dist/contrib/auto-render.min.js",
-    "assets/book/runtime.js": ROOT / "widgets/runtime.js",
     "assets/book/runtime.css": ROOT / "widgets/runtime.css",
+    # the runtime: native ES modules, entry main.js (mkdocs.yml), imported by relative paths
+    **{f"assets/book/runtime/{module.name}": module for module in RUNTIME_MODULES},
     **{f"assets/vendor/katex/fonts/{font.name}": font
        for font in sorted((NODE / "katex/dist/fonts").glob("*.woff2"))},
 }
@@ -242,16 +244,23 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 NOTEBOOK_PLOT = re.compile(r"<script(?: type=\"text/javascript\")?>(\s*window\.PLOTLYENV=)")
 
 
+def _relative(path: str, page) -> str:
+    """A site path as the page links it (mkdocs' directory URLs: relative to the page's folder)."""
+    if not page.url:
+        return path
+    return posixpath.relpath(path, posixpath.dirname(page.url.rstrip("/") + "/x") or ".")
+
+
 def on_post_page(output: str, page, config) -> str:
     theme = json.dumps(theme_payload(), separators=(",", ":"))
     head = f'<script type="application/json" id="tw-theme">{theme}</script>'
+    # The runtime's modules are fetched together, not one import level after another.
+    head += "".join(f'<link rel="modulepreload" href="{_relative(f"assets/book/runtime/{m.name}", page)}">'
+                    for m in RUNTIME_MODULES)
     if 'data-widget="' in output or "window.PLOTLYENV=" in output:
         # A page with a figure starts fetching plotly.js at once, at low priority (after the
         # text's CSS): the runtime's own <script> for it then finds it on its way.
-        plotly = posixpath.relpath("assets/vendor/plotly.min.js",
-                                   posixpath.dirname(page.url.rstrip("/") + "/x") or ".")
-        if not page.url:
-            plotly = "assets/vendor/plotly.min.js"
+        plotly = _relative("assets/vendor/plotly.min.js", page)
         head += f'<link rel="preload" as="script" href="{plotly}" fetchpriority="low">'
     output = output.replace("</head>", head + "</head>", 1)
     if page.file.src_uri.endswith(".ipynb"):

@@ -1,6 +1,6 @@
 """How one param's range follows the others', declared as data: `Depends` (a case per value of
 another param) and `Limit` (a budget several params share). The API (`spec.Param.effective`) and
-the page (runtime.js `effective`) evaluate the same data, and the OpenAPI document carries it.
+the page (widgets/runtime/spec.js `effective`) evaluate the same data, and the OpenAPI document carries it.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class Limit:
             Limit(2 ** 27, ((1, ("context_len", "context_len", "batch", "n_heads", "head_dim")),)),))
 
     caps T at isqrt(2^27 // (B h d)), whatever moved. Unlike `Depends`, it follows every factor
-    at once; the API (`Param.effective`) and the page (runtime.js `effective`) evaluate the same
+    at once; the API (`Param.effective`) and the page (widgets/runtime/spec.js `effective`) evaluate the same
     data, so the slider's top is the top the API allows."""
 
     budget: int

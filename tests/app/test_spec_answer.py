@@ -1,6 +1,6 @@
 """`GET /api/widgets` and `GET /api/widgets/<name>`: the serving process's own spec (the pages
-adopt it over the one baked at build time, see runtime.js `liveSpecs`), cacheable for a few
-minutes, made once per process."""
+adopt it over the one baked at build time, see widgets/runtime/live-spec.js `liveSpecs`),
+cacheable for a few minutes, made once per process."""
 
 from __future__ import annotations
 

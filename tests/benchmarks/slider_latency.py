@@ -25,7 +25,7 @@ any runtime version): `wait` (event to the request leaving: debounce), `ttfb` (r
 byte of the answer: network + server), `download`, `client` (answer in to `Plotly.react` called:
 JSON parse, values, table, theme), `react` (Plotly.react's synchronous work, wrapped in the page),
 `paint` (afterplot to the next frame), plus the answer's `bytes`. Where the runtime leaves its own
-`tw:update` Performance measures (widgets/runtime.js), their `parse` time is recorded too.
+`tw:update` Performance measures (widgets/runtime/render.js), their `parse` time is recorded too.
 Answers from the server's cache are counted (`cached`): a cached answer has no compute time.
 Figures are recorded, not asserted: timings on a shared machine are too noisy for a pass/fail
 line; the machine's load average before and after is written with them.

@@ -212,9 +212,9 @@ def test_a_chapter_page_carries_its_widget(container):
 
 def test_a_static_asset_is_served(container):
     base, _, _ = container
-    status, headers, raw = _request(base, "GET", "/assets/book/runtime.js")
-    assert status == 200 and "javascript" in headers["Content-Type"]
-    assert raw == (ROOT / "widgets/runtime.js").read_bytes()
+    status, headers, raw = _request(base, "GET", "/assets/book/runtime/main.js")
+    assert status == 200 and "javascript" in headers["Content-Type"]  # a module needs a JS type
+    assert raw == (ROOT / "widgets/runtime/main.js").read_bytes()
 
 
 def test_the_server_runs_as_the_unprivileged_user(container):

@@ -130,9 +130,19 @@ def test_no_page_loads_plotly_up_front(built_site):
     for page in built_site.rglob("*.html"):
         html = page.read_text(encoding="utf-8")
         assert not re.search(r"<script[^>]*src=\"[^\"]*plotly", html), page.relative_to(built_site)
-        assert re.search(r'<script src="[^"]*runtime\.js" defer>', html), page
+        # the runtime is a module script: deferred, like every module, so it never holds up
+        # the text's first paint
+        entry = re.search(r'<script src="([^"]*runtime/main\.js)" type="module">', html)
+        assert entry and "defer" not in entry.group(0) and "async" not in entry.group(0), page
         if page.name != "404.html":  # MkDocs renders 404 without page hooks; it has no figure
-            assert '<script type="application/json" id="tw-theme">' in html.split("</head>")[0]
+            head = html.split("</head>")[0]
+            assert '<script type="application/json" id="tw-theme">' in head
+            # every module of the runtime is fetched at once, not one import level at a time
+            preloaded = re.findall(r'<link rel="modulepreload" href="([^"]*)">', head)
+            assert sorted(Path(h).name for h in preloaded) == \
+                sorted(f.name for f in (ROOT / "widgets/runtime").glob("*.js")), page
+            assert all((page.parent / h).resolve().is_file() for h in preloaded), page
+            assert (page.parent / entry.group(1)).resolve().is_file(), page
         # a low-priority head start for plotly.js, only on pages that draw a figure
         has_figure = 'data-widget="' in html or "window.PLOTLYENV=" in html
         preload = re.search(r'<link rel="preload" as="script" href="([^"]*plotly\.min\.js)" '

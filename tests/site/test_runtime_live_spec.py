@@ -1,6 +1,6 @@
 """A server whose limits differ from those of the machine that built the book: the page takes the
-server's own spec when the API answers (runtime.js `liveSpecs`, `Widget.adoptSpec`), and the
-baked spec when it does not.
+server's own spec when the API answers (widgets/runtime/live-spec.js: `liveSpecs`, `adoptSpec`),
+and the baked spec when it does not.
 
 The server here (one gunicorn worker, started for this file) has an instructor's checkpoint
 (`BOOK_HF_CHECKPOINT`, set when the server starts, after the build: the attention-map menu gains

@@ -1,5 +1,6 @@
-"""The values panel (runtime.js `formatValue`) spells a number as the prose does (Python's
-`format`), for every format the specs use: the JS mirror is run in node against Python itself."""
+"""The values panel (widgets/runtime/format.js `formatValue`) spells a number as the prose does
+(Python's `format`), for every format the specs use: the JS mirror is run in node against Python
+itself."""
 
 from __future__ import annotations
 
@@ -14,19 +15,7 @@ import pytest
 
 from backend.widgets import REGISTRY
 
-RUNTIME = Path(__file__).resolve().parents[2] / "widgets" / "runtime.js"
-
-
-def js_function(name: str) -> str:
-    """The source of one top-level function of runtime.js (braces matched)."""
-    text = RUNTIME.read_text(encoding="utf-8")
-    start = text.index(f"function {name}(")
-    depth, i = 0, text.index("{", start)
-    while True:
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        i += 1
-        if depth == 0:
-            return text[start:i]
+FORMAT_JS = Path(__file__).resolve().parents[2] / "widgets" / "runtime" / "format.js"
 
 
 def spec_formats() -> set[str]:
@@ -52,12 +41,14 @@ def test_format_value_matches_python_for_every_spec_format():
                 continue
             value = int(x) if fmt.endswith("d") else x
             cases.append([x, fmt, format(value, fmt)])
-    script = ("\n".join(js_function(f) for f in ("tie", "fixed", "expo", "formatValue")) + "\nconst cases = JSON.parse(require('fs')"
-              ".readFileSync(0, 'utf8'));\nconst bad = cases.filter(([x, f, want]) => "
+    script = ("const { formatValue } = await import(process.argv[1]);\n"
+              "const { readFileSync } = await import('node:fs');\n"
+              "const cases = JSON.parse(readFileSync(0, 'utf8'));\nconst bad = cases.filter(([x, f, want]) => "
               "formatValue(x, f) !== want).map(([x, f, want]) => [x, f, want, formatValue(x, f)]);"
               "\nconsole.log(JSON.stringify({n: cases.length, bad: bad}));")
-    out = subprocess.run(["node", "-e", script], input=json.dumps(cases), capture_output=True,
-                         text=True, timeout=60, check=True)
+    out = subprocess.run(["node", "--input-type=module", "-e", script, FORMAT_JS.as_uri()],
+                         input=json.dumps(cases), capture_output=True, text=True, timeout=60,
+                         check=True)
     result = json.loads(out.stdout)
     assert result["n"] > 3000
     # Exact binary ties (0.5, 1234.5, 0.125) round half-even in both.

@@ -1,6 +1,7 @@
-"""runtime.js mirrors the spec's rules: its `effective`, `check` and slider stops, run under
-node on the very spec JSON the page gets, agree with Python's for many settings (the combined
-attention-cost ceiling, the parity budget, head divisibility, the int step grid)."""
+"""The runtime mirrors the spec's rules: its `effective`, `check` and slider stops
+(widgets/runtime/spec.js), run under node on the very spec JSON the page gets, agree with
+Python's for many settings (the combined attention-cost ceiling, the parity budget, head
+divisibility, the int step grid)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,14 @@ import pytest
 from backend.widgets import attention_cost, kv_cache, model_params, parity, positions, rmsnorm
 from backend.widgets.spec import ParamError
 
-RUNTIME = Path(__file__).resolve().parents[2] / "widgets" / "runtime.js"
+SPEC_JS = Path(__file__).resolve().parents[2] / "widgets" / "runtime" / "spec.js"
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
-# runtime.js is a browser script: a window and a document that is still loading, so it only
-# defines window.bookWidgets; then each case runs through it.
+# spec.js is a pure ES module: node imports it as the page does, then each case runs through it.
 HARNESS = """
-global.window = {};
-global.document = { currentScript: null, readyState: "loading", addEventListener: function () {} };
-eval(require("fs").readFileSync(process.argv[1], "utf8"));
-var bw = window.bookWidgets, cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const bw = await import(process.argv[1]);
+const cases = JSON.parse(require("fs").readFileSync(0, "utf8"));
 process.stdout.write(JSON.stringify(cases.map(function (c) {
   if (c.op === "effective") return bw.effective(c.p, c.params, c.labels);
   if (c.op === "check") return bw.check(c.p, c.v, c.params, c.labels);
@@ -37,7 +35,10 @@ process.stdout.write(JSON.stringify(cases.map(function (c) {
 
 
 def run_js(cases: list[dict]) -> list:
-    out = subprocess.run([NODE, "-e", HARNESS, str(RUNTIME)], input=json.dumps(cases),
+    out = subprocess.run([NODE, "--input-type=module", "-e",
+                          'import { createRequire } from "node:module";\n'
+                          "const require = createRequire(import.meta.url);\n" + HARNESS,
+                          SPEC_JS.as_uri()], input=json.dumps(cases),
                          capture_output=True, text=True, timeout=120, check=True)
     return json.loads(out.stdout)
 

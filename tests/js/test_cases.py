@@ -1,0 +1,24 @@
+"""The node tests' shared cases (tests/js/cases/*.json) are what Python answers today: its own
+`format` and backend/widgets/spec.py. A spec, a rule or a format that changes makes this fail
+until the cases are written again (`.venv/bin/python tests/js/cases.py`), so the runtime is then
+checked against the new answers by `node --test tests/js` (run by `make test`)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("js_cases", Path(__file__).with_name("cases.py"))
+cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(cases)
+
+
+@pytest.mark.parametrize("name", ["format.json", "spec.json"])
+def test_the_shared_cases_are_what_python_answers(name):
+    on_disk = json.loads((cases.HERE / name).read_text(encoding="utf-8"))
+    now = json.loads(json.dumps(cases.generated()[name]))
+    assert on_disk == now, f"tests/js/cases/{name} is stale: run .venv/bin/python tests/js/cases.py"
+

@@ -1,0 +1,58 @@
+/* The buttons in a widget's head: "Copy link to this setting" and "Reset" (Widget methods). */
+
+export var methods = {};
+
+/* This widget's setting as a link that opens the page on this widget (its URL keys only). */
+methods.link = function () {
+  var self = this, mine = new URLSearchParams();
+  new URLSearchParams(window.location.search).forEach(function (v, k) {
+    if (k.indexOf(self.key + ".") === 0) mine.append(k, v);
+  });
+  var qs = mine.toString();
+  return window.location.origin + window.location.pathname + (qs ? "?" + qs : "") +
+    (this.root.id ? "#" + this.root.id : "");
+};
+
+methods.copyLink = function () {
+  var self = this, url = this.link(), button = this.copyButton;
+  function said(text) {
+    button.textContent = text;
+    self.announcer.textContent = text;
+    clearTimeout(self.copiedTimer);
+    self.copiedTimer = setTimeout(function () {
+      button.textContent = "Copy link to this setting";
+    }, 2500);
+  }
+  function manual() {  // no clipboard (a page served over plain http): show it to copy
+    self.setNotice("Copy this link: " + url);
+    said("Link shown below");
+  }
+  if (navigator.clipboard && navigator.clipboard.writeText && window.isSecureContext) {
+    navigator.clipboard.writeText(url).then(function () { said("Link copied"); }, manual);
+  } else {
+    manual();
+  }
+};
+
+/* Back to the setting the book opens with: its built result at once, nothing sent, and this
+ * widget's keys gone from the page's URL. An answer still in flight is dropped. */
+methods.reset = function () {
+  var start = this.baked[0];
+  clearTimeout(this.timer);
+  this.timer = null;
+  this.dirty = false;
+  this.seq++;
+  var inflight = this.inflight;
+  this.inflight = null;
+  if (inflight) inflight.abort("reset");
+  clearTimeout(this.busyTimer);
+  this.root.classList.remove("tw-busy");
+  this.plot.removeAttribute("aria-busy");
+  this.params = Object.assign({}, start.params);
+  this.applyDepends();
+  this.stickyNotice = "";
+  this.movedNotice = "";
+  this.writeUrl(this.params);
+  this.show(start, { precomputed: "built" });
+  this.announcer.textContent = "Reset to the book's setting: " + this.describe(this.params) + ".";
+};

@@ -1,0 +1,60 @@
+/* Numbers as the prose spells them: a subset of Python's format spec (`format(x, ".3g")`), enough
+ * for the specs' `fmt` fields. Pure: no DOM, so node imports it (tests/js/format.test.mjs runs it
+ * against Python's own output). */
+
+/* Python rounds an exact tie (1234.5 to 0 places, 0.125 to 2) to the even digit; JavaScript's
+ * toFixed and toExponential round it up. `tie(a, d)`: is a >= 0 exactly halfway at d places
+ * after the point (d < 0: before it)? toFixed gives a double's exact decimal digits. */
+export function tie(a, d) {
+  if (!(a < 1e21)) return false;
+  var s = a.toFixed(Math.min(100, Math.max(0, d) + 25)), point = s.indexOf(".");
+  return /^50*$/.test(s.replace(".", "").slice(point + d));
+}
+
+export function fixed(x, f) {
+  var a = Math.abs(x);
+  if (!tie(a, f)) return x.toFixed(f);
+  var cut = a.toFixed(f + 1).slice(0, -1).replace(/\.$/, "");
+  return (x < 0 ? "-" : "") + (+cut.slice(-1) % 2 ? a.toFixed(f) : cut);
+}
+
+export function expo(x, k) {  // k digits after the mantissa's point
+  var a = Math.abs(x), e = a === 0 ? 0 : +a.toExponential(20).split("e")[1];
+  if (!tie(a, k - e)) return x.toExponential(k);
+  var longer = a.toExponential(k + 1).split("e"), cut = longer[0].slice(0, -1).replace(/\.$/, "");
+  return (x < 0 ? "-" : "") + (+cut.slice(-1) % 2 ? a.toExponential(k) : cut + "e" + longer[1]);
+}
+
+/* A subset of Python's format spec, enough for the specs' `fmt` fields. */
+export function formatValue(value, fmt) {
+  if (typeof value !== "number") return String(value);
+  if (!isFinite(value)) return String(value);
+  var m = /^(,)?(?:\.(\d+))?([fgde%])?$/.exec(fmt || "");
+  if (!m) return String(value);
+  var comma = !!m[1], prec = m[2] === undefined ? null : +m[2], kind = m[3] || "g";
+  var text;
+  if (kind === "f") text = fixed(value, prec === null ? 6 : prec);
+  else if (kind === "%") text = fixed(value * 100, prec === null ? 6 : prec) + "%";
+  // Python writes at least two exponent digits (2.1e-07); JavaScript one (2.1e-7).
+  else if (kind === "e") text = expo(value, prec === null ? 6 : prec)
+    .replace(/e([+-])(\d)$/, "e$10$2");
+  else if (kind === "d") text = Math.round(value).toString();
+  else {
+    // Python's g: the exponent after rounding to p digits picks the form; zeros trimmed.
+    var p = prec === null ? 6 : Math.max(1, prec);
+    var exp = value === 0 ? 0 : +expo(value, p - 1).split("e")[1];
+    if (exp < -4 || exp >= p) {
+      text = expo(value, p - 1).replace(/\.?0+e/, "e")
+        .replace(/e([+-])(\d)$/, "e$10$2");
+    } else {
+      text = fixed(value, Math.max(0, p - 1 - exp));
+      if (text.indexOf(".") >= 0) text = text.replace(/\.?0+$/, "");
+    }
+  }
+  if (comma) {
+    var parts = text.split(".");
+    parts[0] = parts[0].replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    text = parts.join(".");
+  }
+  return text;
+}

@@ -1,0 +1,44 @@
+/* The book's widget runtime: one module graph for every widget on every page (this entry and
+ * the modules beside it, native ES modules: no bundler).
+ *
+ * Each `<div data-widget>` carries its spec and results baked at build time (see hook.py).
+ * The runtime builds the controls from the spec, draws the baked result for the start values
+ * at once, and on every change asks the API to recompute: at most one request in flight per
+ * widget, and the newest setting goes out the moment the answer before it is in (no fixed wait;
+ * during a drag the figure follows at the rate the server answers). If the API cannot be
+ * reached it draws the nearest baked result under a "precomputed" label, so the page keeps
+ * working from a static host or a train tunnel.
+ * Mounting happens from Material's `document$`, so it survives instant navigation.
+ *
+ * What a reader can rely on:
+ * - plotly.js is fetched (async) only on pages with a figure; text, controls and values show
+ *   at once and the baked figure is drawn when plotly.js arrives. Notebook figures wait too.
+ * - A value is checked against the spec (including ranges that follow other controls, see
+ *   spec.Depends) before it is sent. An invalid value is refused in the words of the control's
+ *   label and the control goes back to the setting the figure shows; a 400 from the server marks
+ *   figure and values as still showing the previous setting, in words. The URL only ever
+ *   carries valid settings; an invalid one in a shared link is ignored with a notice.
+ * - Each widget instance owns its URL keys (`attention_map.model`, `attention_map.2.model`).
+ * - Figures follow the page's colour scheme, also on a live palette switch.
+ * - Each plot has a label, the result's text summary and a data table for screen readers.
+ *
+ * The modules, one job each: format.js (numbers as Python formats them) and spec.js (the spec's
+ * rules), both pure; theme.js, plotly.js, dom.js; controls.js; widget.js with its methods in
+ * render.js, scheduler.js, live-spec.js and actions.js; page.js (mounting, page plumbing).
+ */
+
+import { formatValue } from "./format.js";
+import { mountAll, onPage } from "./page.js";
+import { whenPlotly } from "./plotly.js";
+import { check, effective, fromSlider, optionLabel, stops } from "./spec.js";
+
+window.bookWidgets = { formatValue: formatValue, mountAll: mountAll, whenPlotly: whenPlotly,
+                       effective: effective, check: check, stops: stops,
+                       fromSlider: fromSlider, optionLabel: optionLabel };
+if (window.document$ && window.document$.subscribe) {
+  window.document$.subscribe(onPage);
+} else if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", onPage);
+} else {
+  onPage();
+}

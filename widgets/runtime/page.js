@@ -1,0 +1,208 @@
+/* Page plumbing, run on every page Material shows (its `document$`, so also after instant
+ * navigation): widgets mounted, notebook figures drawn and themed, math rendered, themed SVGs
+ * inlined, same-page links kept from instant navigation, a shared link landed on its widget. */
+
+import { el } from "./dom.js";
+import { liveSpecs } from "./live-spec.js";
+import { keepPlotlyStyles, whenPlotly } from "./plotly.js";
+import { NARROW_PX, forgetPageBg, merge, themed } from "./theme.js";
+import { Widget } from "./widget.js";
+
+export function mountAll() {
+  document.querySelectorAll("[data-widget]").forEach(function (root) {
+    if (root.dataset.mounted) return;
+    root.dataset.mounted = "1";
+    try {
+      root.widget = new Widget(root);
+      followServer(root.widget);
+    } catch (err) {
+      root.appendChild(el("p", { "class": "tw-error" }, "This widget failed to start: " + err));
+      // Report it, but let the page's other widgets start.
+      setTimeout(function () { throw err; });
+    }
+  });
+}
+
+/* When the server's spec arrives, the widget adopts it (unless it has left the page). */
+export function followServer(widget) {
+  liveSpecs(widget.api).then(function (specs) {
+    if (!document.body.contains(widget.root)) return;
+    try {
+      widget.adoptSpec((specs && specs[widget.spec.name]) || null);
+    } catch (err) {
+      setTimeout(function () { throw err; });
+    }
+  });
+}
+
+/* Executed notebooks' figure scripts (marked by the build hook) run once plotly.js is here. */
+export function drawNotebookFigures() {
+  var scripts = document.querySelectorAll('script[type="text/x-tw-plotly"]:not([data-done])');
+  if (!scripts.length) return;
+  whenPlotly().then(function () {
+    scripts.forEach(function (s) {
+      if (s.dataset.done) return;
+      s.dataset.done = "1";
+      try { (new Function(s.textContent))(); } catch (err) { console.error(err); }
+    });
+    themeNotebookFigures();
+  });
+}
+
+/* Notebook figures (not widgets) get the same theme, and a phone layout under 560 px. */
+export function themeNotebookFigures() {
+  if (!window.Plotly) return;
+  document.querySelectorAll(".js-plotly-plot").forEach(function (div) {
+    if (div.closest("[data-widget]") || !div.layout) return;
+    var layout = div.layout;
+    if (div.clientWidth && div.clientWidth < NARROW_PX) {
+      layout = merge(layout, { margin: { l: 45, r: 8, t: 40, b: 40 },
+                               legend: { orientation: "h", y: -0.25, x: 0 } });
+    }
+    var t = themed(div.data, layout);
+    window.Plotly.react(div, t.data, t.layout, { responsive: true, displaylogo: false });
+  });
+}
+
+/* A live palette switch redraws every figure in the new scheme. */
+var watching = false;
+export function watchScheme() {
+  if (watching || !window.MutationObserver) return;
+  watching = true;
+  new MutationObserver(function () {
+    forgetPageBg();
+    document.querySelectorAll("[data-widget]").forEach(function (root) {
+      if (root.widget) root.widget.draw();
+    });
+    themeNotebookFigures();
+  }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+}
+
+var CHAPTER_MATH = [{ left: "\\(", right: "\\)", display: false },
+                    { left: "\\[", right: "\\]", display: true }];
+// Executed notebooks keep their markdown cells' math in TeX's dollar notation.
+var NOTEBOOK_MATH = [{ left: "$$", right: "$$", display: true },
+                     { left: "$", right: "$", display: false }].concat(CHAPTER_MATH);
+
+export function renderMath() {
+  if (!window.renderMathInElement) return;
+  [[".arithmatex", CHAPTER_MATH], [".jp-RenderedMarkdown", NOTEBOOK_MATH]].forEach(
+    function (pair) {
+      document.querySelectorAll(pair[0]).forEach(function (node) {
+        if (node.dataset.rendered) return;
+        node.dataset.rendered = "1";
+        window.renderMathInElement(node, { delimiters: pair[1], throwOnError: false });
+      });
+    });
+}
+
+/* SVG figures made for it (class tw-themed-svg, e.g. the loss curve) are inlined, so the
+ * page's colour scheme applies to them, live switch included. An <img> cannot see it. */
+export function inlineThemedSvgs() {
+  document.querySelectorAll('article img[src$=".svg"]:not([data-tw-checked])').forEach(function (img) {
+    img.dataset.twChecked = "1";
+    fetch(img.src).then(function (r) { return r.ok ? r.text() : ""; }).then(function (text) {
+      if (text.indexOf("tw-themed-svg") < 0) return;
+      var doc = new DOMParser().parseFromString(text, "image/svg+xml");
+      var svg = doc.documentElement;
+      if (!svg || svg.nodeName.toLowerCase() !== "svg") return;
+      svg = document.importNode(svg, true);
+      svg.classList.remove("tw-standalone");
+      if (img.alt) svg.setAttribute("aria-label", img.alt);
+      svg.removeAttribute("width");
+      svg.removeAttribute("height");
+      svg.style.maxWidth = "100%";
+      svg.style.height = "auto";
+      svg.style.width = (img.getAttribute("width") || "640") + "px";
+      if (img.parentNode) img.parentNode.replaceChild(svg, img);
+    }).catch(function () { /* the <img> stays: still readable, in light colours */ });
+  });
+}
+
+/* Links within the page (the table of contents, a heading's permalink, a footnote, "jump to
+ * the figure") are followed here, not by Material's instant navigation: the first time it
+ * navigates it fetches the page again and swaps the content in, which replaced every mounted
+ * widget, and the reader's settings with it, by a fresh copy. Going back and forth between
+ * anchors of the page (popstate) is kept from it for the same reason, by a listener that must
+ * come before Material's (widgets/theme/main.html); onPage tells it which page is shown. */
+var shownPath = null;
+
+export function toHash(hash) {
+  var id = decodeURIComponent((hash || "").slice(1)), target = id && document.getElementById(id);
+  if (target) target.scrollIntoView({ block: "start" });
+  return target;
+}
+
+export function closeDrawers() {  // Material's phone navigation and table-of-contents drawers
+  ["__drawer", "__toc"].forEach(function (id) {
+    var toggle = document.getElementById(id);
+    if (toggle && toggle.checked) {
+      toggle.checked = false;
+      toggle.dispatchEvent(new Event("change"));
+    }
+  });
+}
+
+var linksKept = false;
+export function keepSamePageLinks() {
+  if (linksKept) return;
+  linksKept = true;
+  document.addEventListener("click", function (ev) {
+    if (ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey ||
+        ev.altKey || !(ev.target instanceof Element)) return;
+    var a = ev.target.closest("a[href]");
+    if (!a || a.target || a.hasAttribute("download")) return;
+    var url = new URL(a.getAttribute("href"), window.location.href);
+    if (!url.hash || url.origin !== window.location.origin ||
+        url.pathname !== window.location.pathname) return;
+    ev.preventDefault();
+    ev.stopPropagation();   // Material's listener (on the body) never sees it
+    closeDrawers();
+    // A native fragment navigation (scroll, :target, where Tab goes next); the page's query,
+    // the widgets' settings, stays. Its popstate stops at the guard in main.html.
+    if (url.hash !== window.location.hash) window.location.hash = url.hash;
+    else toHash(url.hash);
+  }, true);
+}
+
+/* A link to a widget (#widget-key, or a link carrying only a widget's settings) opens the
+ * page on that widget, also after the figures above it have grown to their height. */
+export function landOnWidget() {
+  var target = null, hash = window.location.hash;
+  if (hash) {
+    target = document.getElementById(decodeURIComponent(hash.slice(1)));
+    if (!target || !target.matches("[data-widget]")) return;
+  } else {
+    if (window.scrollY > 0) return;
+    var keys = Array.from(new URLSearchParams(window.location.search).keys());
+    document.querySelectorAll("[data-widget]").forEach(function (root) {
+      if (!target && root.widget && keys.some(function (k) {
+        return k.indexOf(root.widget.key + ".") === 0;
+      })) target = root;
+    });
+  }
+  if (!target) return;
+  target.scrollIntoView({ block: "start" });
+  var landed = window.scrollY;
+  whenPlotly().then(function () {
+    requestAnimationFrame(function () {
+      setTimeout(function () {  // the figures above are drawn: land again, unless the reader moved
+        if (Math.abs(window.scrollY - landed) < 2) target.scrollIntoView({ block: "start" });
+      }, 0);
+    });
+  }).catch(function () {});
+}
+
+export function onPage() {
+  var fresh = shownPath !== window.location.pathname;
+  shownPath = window.location.pathname;
+  if (window.twShownPath) window.twShownPath(shownPath);
+  keepSamePageLinks();
+  inlineThemedSvgs();
+  renderMath();
+  mountAll();
+  if (fresh) landOnWidget();
+  drawNotebookFigures();
+  keepPlotlyStyles();
+  watchScheme();
+}

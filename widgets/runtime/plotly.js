@@ -1,0 +1,53 @@
+/* plotly.js: loaded once, async, only by a page that has a figure; its configuration for the
+ * widgets' figures; and its injected styles kept across instant navigation. */
+
+import { el } from "./dom.js";
+
+// No `responsive`: plotly.js would then measure the div on every draw (a forced layout of the
+// whole page); each widget watches its own width (ResizeObserver) and passes it in.
+// The toolbar keeps Download and Reset axes only: no zoom-and-pan buttons on bars, and none
+// of plotly's "Share chart" (an upload to Plotly Cloud; the book's own link is a button).
+export var PLOT_CONFIG = { displaylogo: false, modeBarButtons: [["toImage", "resetScale2d"]] };
+// On a touch screen a swipe over a figure scrolls the page: no drag-zoom, no pinch or scroll
+// zoom, no double-tap reset. A tap still reads a value (hover labels).
+export var COARSE = typeof window !== "undefined" &&
+  !!(window.matchMedia && window.matchMedia("(pointer: coarse)").matches);
+export var TOUCH_CONFIG = Object.assign({}, PLOT_CONFIG, { scrollZoom: false, doubleClick: false,
+                                                           showAxisDragHandles: false });
+// plotly.js sits beside the runtime in the built site: assets/book/runtime/ ->
+// assets/vendor/plotly.min.js
+var PLOTLY_SRC = new URL("../../vendor/plotly.min.js", import.meta.url).href;
+
+/* plotly.js (about 500 KB compressed) is fetched once, async, by the first page that has a
+ * figure; it never blocks the text. Resolves with window.Plotly. */
+var plotlyPromise = null;
+export function whenPlotly() {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!plotlyPromise) {
+    plotlyPromise = new Promise(function (resolve, reject) {
+      var s = document.createElement("script");
+      s.src = PLOTLY_SRC;
+      s.async = true;
+      s.onload = function () { keepPlotlyStyles(); resolve(window.Plotly); };
+      s.onerror = function () { plotlyPromise = null; reject(new Error("plotly.js did not load")); };
+      document.head.appendChild(s);
+    });
+  }
+  return plotlyPromise;
+}
+
+/* Instant navigation swaps <head> children and drops the <style> plotly.js injected at
+ * start-up (modebar and hover layout). Keep a copy and put it back after each swap. */
+var plotlyRules = null;
+export function keepPlotlyStyles() {
+  var live = document.getElementById("plotly.js-style-global");
+  if (live && live.sheet && live.sheet.cssRules.length) {
+    plotlyRules = Array.prototype.map.call(live.sheet.cssRules,
+                                           function (r) { return r.cssText; }).join("\n");
+  }
+  if (!live && plotlyRules && !document.getElementById("tw-plotly-styles")) {
+    var copy = el("style", { id: "tw-plotly-styles" });
+    copy.textContent = plotlyRules;
+    document.body.appendChild(copy);
+  }
+}

@@ -1,0 +1,135 @@
+/* Figures in the page's colour scheme: the server's light and dark palettes laid over a
+ * figure, translucent colour scales composited over the page background. `merge`, `rgba`,
+ * `overBg` and `fillIn` are pure; the rest reads the page. */
+
+export var NARROW_PX = 560;  // under this width a figure takes its phone layout
+
+/* A copy of `base` with `patch` merged in, objects recursively (arrays are replaced). */
+export function merge(base, patch) {
+  var out = Object.assign({}, base);
+  Object.keys(patch).forEach(function (k) {
+    var b = base[k], p = patch[k];
+    out[k] = (b && p && typeof b === "object" && typeof p === "object" &&
+              !Array.isArray(b) && !Array.isArray(p)) ? merge(b, p) : p;
+  });
+  return out;
+}
+
+/* Light and dark figure colours come from the server (backend/widgets/style.py), written
+ * into every page's head by the build hook. */
+var THEME = null;
+export function themeData() {
+  if (!THEME) {
+    var node = document.getElementById("tw-theme");
+    THEME = node ? JSON.parse(node.textContent) : { themes: { light: {}, dark: {} } };
+  }
+  return THEME;
+}
+
+export function scheme() {
+  return document.body.getAttribute("data-md-color-scheme") === "slate" ? "dark" : "light";
+}
+
+var bgCache = {};
+/* After a palette switch: read the background again. */
+export function forgetPageBg() { bgCache = {}; }
+
+export function pageBg() {
+  var key = scheme();
+  if (!bgCache[key]) bgCache[key] = readPageBg();
+  return bgCache[key];
+}
+
+export function readPageBg() {
+  var probe = document.querySelector(".md-main") || document.body;
+  var c = getComputedStyle(probe).backgroundColor;
+  if (!c || c === "transparent" || /rgba\(.*,\s*0\)$/.test(c)) {
+    c = getComputedStyle(document.body).backgroundColor;
+  }
+  if (!c || c === "transparent" || /rgba\(.*,\s*0\)$/.test(c)) {
+    c = scheme() === "dark" ? "#1e2129" : "#ffffff";
+  }
+  return c;
+}
+
+export function rgba(c) {
+  var m = /^rgba?\(([^)]*)\)$/.exec(String(c).replace(/\s+/g, ""));
+  if (m) {
+    var v = m[1].split(",").map(Number);
+    return v.length >= 3 ? [v[0], v[1], v[2], v.length > 3 ? v[3] : 1] : null;
+  }
+  m = /^#([0-9a-f]{6})$/i.exec(String(c));
+  return m ? [0, 2, 4].map(function (i) { return parseInt(m[1].substr(i, 2), 16); }).concat([1])
+           : null;
+}
+
+/* A colour scale's translucent stops, composited over the page background `bg`. */
+export function overBg(scale, bg) {
+  var under = rgba(bg);
+  if (!under) return scale;
+  return scale.map(function (stop) {
+    var c = rgba(stop[1]);
+    if (!c || c[3] >= 1) return stop;
+    var mix = [0, 1, 2].map(function (i) { return Math.round(c[i] * c[3] + under[i] * (1 - c[3])); });
+    return [stop[0], "rgb(" + mix.join(", ") + ")"];  // as getComputedStyle writes it
+  });
+}
+
+export function fillIn(obj, defaults) {  // defaults where the figure says nothing
+  var out = Object.assign({}, obj);
+  Object.keys(defaults).forEach(function (k) {
+    var d = defaults[k], v = out[k];
+    if (d && typeof d === "object" && !Array.isArray(d)) {
+      out[k] = fillIn(v && typeof v === "object" ? v : (typeof v === "string" && k === "title"
+                                                        ? { text: v } : {}), d);
+    } else if (v === undefined) {
+      out[k] = d;
+    }
+  });
+  return out;
+}
+
+/* The page's theme laid over a figure: transparent paper and plot, text, grid and axis
+ * colours from the scheme, a weight heatmap whose zero end is the page background. */
+export function themed(data, layout) {
+  var t = themeData().themes[scheme()] || {};
+  var font = { color: t.font };
+  var axis = { gridcolor: t.grid, zerolinecolor: t.zeroline, linecolor: t.line,
+               tickfont: font, title: { font: font } };
+  var lay = fillIn(layout, { font: font, title: { font: font }, legend: { font: font },
+                             hoverlabel: { bgcolor: t.hover_bg, font: font } });
+  lay.paper_bgcolor = "rgba(0,0,0,0)";   // never a white panel on a dark page
+  lay.plot_bgcolor = "rgba(0,0,0,0)";
+  var axes = Object.keys(lay).filter(function (k) { return /^[xy]axis\d*$/.test(k); });
+  if (axes.indexOf("xaxis") < 0) axes.push("xaxis");
+  if (axes.indexOf("yaxis") < 0) axes.push("yaxis");
+  axes.forEach(function (k) { lay[k] = fillIn(lay[k] || {}, axis); });
+  if (lay.annotations) {
+    lay.annotations = lay.annotations.map(function (a) { return fillIn(a, { font: font }); });
+  }
+  var weight = themeData().weight_scale, scales = themeData().weight_scales || {};
+  var bg = pageBg();
+  // A colour scale that fades to transparent is laid over the page's background here, so
+  // plotly's automatic cell labels contrast with the colour the reader sees (it would take
+  // white as the background and write dark grey on a dark cell).
+  Object.keys(lay).forEach(function (k) {
+    if (/^coloraxis\d*$/.test(k) && Array.isArray(lay[k].colorscale)) {
+      lay[k] = Object.assign({}, lay[k], { colorscale: overBg(lay[k].colorscale, bg) });
+    }
+  });
+  var out = (data || []).map(function (tr) {
+    var copy = Object.assign({}, tr);
+    if (copy.colorbar || /heatmap|contour/.test(copy.type || "")) {
+      copy.colorbar = fillIn(copy.colorbar || {}, { tickfont: font, title: { font: font } });
+    }
+    if (weight && copy.colorscale === weight && scales[scheme()]) {
+      copy.colorscale = scales[scheme()].map(function (s) {
+        return [s[0], s[1] === "bg" ? bg : s[1]];
+      });
+      copy.reversescale = false;
+    }
+    if (Array.isArray(copy.colorscale)) copy.colorscale = overBg(copy.colorscale, bg);
+    return copy;
+  });
+  return { data: out, layout: lay };
+}
