@@ -3,7 +3,6 @@ among them), measured ones present and labelled, the device's ceiling declared a
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -12,6 +11,7 @@ import torch
 from backend import device
 from backend.widgets import attention_cost as w
 from backend.widgets import measure
+from tests.support.api import poster
 
 URL = "/api/widgets/attention_cost"
 
@@ -25,8 +25,7 @@ def private_lock(tmp_path, monkeypatch):
     w.measure.cache_clear()
 
 
-def post(client, **params):
-    return client.post(URL, data=json.dumps(params), content_type="application/json")
+post = poster(URL, status=None)  # POST to the widget: the response itself
 
 
 def test_defaults_give_every_named_value_exactly_or_measured(client):

@@ -13,6 +13,7 @@ from backend.reference import decode
 from backend.reference.generate import token_steps
 from backend.widgets import kv_decode as w
 from backend.widgets import measure
+from tests.support.api import poster
 
 URL = "/api/widgets/kv_decode"
 
@@ -27,8 +28,7 @@ def private_lock(tmp_path, monkeypatch):
     w.prefix_change.cache_clear()
 
 
-def post(client, **params):
-    return client.post(URL, data=json.dumps(params), content_type="application/json")
+post = poster(URL, status=None)  # POST to the widget: the response itself
 
 
 def test_400_steps_reproduce_the_handouts_key_rows_and_the_runs_agree(client):

@@ -6,6 +6,7 @@ import pytest
 
 from backend.reference.config import ModelConfig
 from backend.reference.model import DecoderLM
+from tests.support.api import poster
 
 URL = "/api/widgets/model_params"
 PUBLISHED = {  # the published sizes of the real models
@@ -16,16 +17,10 @@ PUBLISHED = {  # the published sizes of the real models
 }
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
-def error(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 400, r.get_json()
-    return r.get_json()["error"]
+error = poster(URL, 400, "error")  # the refusal's sentence
 
 
 @pytest.mark.parametrize("preset", PUBLISHED)

@@ -7,14 +7,12 @@ import pytest
 from backend.reference.config import ModelConfig
 from backend.reference.grouped_query import GroupedQueryAttention
 from backend.widgets import multi_head as mh
+from tests.support.api import poster
 
 URL = "/api/widgets/multi_head"
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
 def test_handout_two_heads_digits(client):

@@ -17,6 +17,7 @@ from werkzeug.exceptions import ServiceUnavailable
 from backend.reference import recurrence
 from backend.widgets import measure
 from backend.widgets import sequential_vs_parallel as w
+from tests.support.api import poster
 
 URL = "/api/widgets/sequential_vs_parallel"
 
@@ -30,8 +31,7 @@ def private_lock(tmp_path, monkeypatch):
     w.measure.cache_clear()
 
 
-def post(client, **params):
-    return client.post(URL, data=json.dumps(params), content_type="application/json")
+post = poster(URL, status=None)  # POST to the widget: the response itself
 
 
 def test_defaults_name_every_value_and_label_the_device(client):
