@@ -15,13 +15,10 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from backend.reference import recurrence as r
-from backend.widgets import measure
 from backend.widgets import sequential_vs_parallel as w
 
-
-@pytest.fixture(autouse=True)
-def private_lock(tmp_path, monkeypatch):
-    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
+# a timing lock of each test's own (tests/claims/conftest.py)
+pytestmark = pytest.mark.usefixtures("private_timing_lock")
 
 
 def values(**params):
