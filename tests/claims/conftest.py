@@ -1,17 +1,8 @@
-"""What the claims tests of measured widgets share."""
+"""What several claims tests share (the private timing lock is in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
-
-
-@pytest.fixture()
-def private_timing_lock(tmp_path, monkeypatch):
-    """A timing lock of this test's own, so that a server's or another test's timings on this
-    host never make a measurement here wait (or answer 503)."""
-    from backend.widgets import measure
-
-    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
 
 
 @pytest.fixture()

@@ -27,7 +27,7 @@ def rounding_bound(T: int, dtype: str, max_abs_v: float) -> float:
     return 2 * T * EPS[dtype] * max_abs_v
 
 
-# a timing lock of each test's own (tests/claims/conftest.py)
+# a timing lock of each test's own (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("private_timing_lock")
 
 

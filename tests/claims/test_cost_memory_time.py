@@ -16,7 +16,7 @@ from backend.widgets import attention_cost as w
 
 TOP = w.CEILING
 HEAD_DIMS = (16, 64, 256)                 # the head-size slider's ends and default
-# a timing lock of each test's own (tests/claims/conftest.py)
+# a timing lock of each test's own (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("private_timing_lock")
 
 

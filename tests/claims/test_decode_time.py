@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,6 @@ from backend.reference.counting import count_parameters
 from backend.reference.presets import DECODER_PRESETS, PRESETS
 from backend.widgets import decode_roofline as dr
 
-ROOT = Path(__file__).resolve().parents[2]
-CHAPTER = ROOT / "docs/chapters/decode-time.md"
 LLAMA3 = PRESETS["llama-3-8b"]
 
 

@@ -20,12 +20,8 @@ CHAPTER = ROOT / "docs/chapters/decode-time.md"
 LLAMA3 = PRESETS["llama-3-8b"]
 
 
-def out(**p):
-    return dr.compute(dr.SPEC.resolve(p))
-
-
 def v(**p):
-    return out(**p)["values"]
+    return dr.compute(dr.SPEC.resolve(p))["values"]
 
 
 # ------------------------------------------------------------------------- the page itself
@@ -110,10 +106,10 @@ def test_long_conversations_are_llama_3_1_8b_with_llama_3_8bs_shapes():
     # 128k: 128 x 1,024 tokens is what it reads
     assert c["max_position_embeddings"] == 128 * 1024
     # the widget says so past the preset's length, and still does the arithmetic
-    long_ = out(batch=4, context_len=128_000)
+    long_ = dr.compute(dr.SPEC.resolve({"batch": 4, "context_len": 128_000}))
     assert "published context is at most 8,192" in long_["notice"]
     assert long_["values"]["batch_fits"] and long_["values"]["step_ms"] > 0
-    assert "notice" not in out(batch=4, context_len=8192)
+    assert "notice" not in dr.compute(dr.SPEC.resolve({"batch": 4, "context_len": 8192}))
 
 
 def test_summary_ridges_span_the_offered_cards():

@@ -17,7 +17,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from backend.reference import recurrence as r
 from backend.widgets import sequential_vs_parallel as w
 
-# a timing lock of each test's own (tests/claims/conftest.py)
+# a timing lock of each test's own (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("private_timing_lock")
 
 

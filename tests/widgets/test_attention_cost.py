@@ -16,13 +16,8 @@ from tests.support.api import poster
 URL = "/api/widgets/attention_cost"
 
 
-@pytest.fixture(autouse=True)
-def private_lock(tmp_path, monkeypatch):
-    """Each test times under its own lock file and starts with no remembered timings."""
-    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
-    w.measure.cache_clear()
-    yield
-    w.measure.cache_clear()
+# each test times under its own lock file and starts with no remembered timings
+pytestmark = pytest.mark.usefixtures("fresh_timings")
 
 
 post = poster(URL, status=None)  # POST to the widget: the response itself
