@@ -3,6 +3,7 @@ a fixed sleep (`slow_app.py`)."""
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 import pytest
 
 from backend import settings
+from backend.widgets import REGISTRY
 from tests.support.server import free_port, serve
 
 URL = "/api/widgets/attention_scaling"
@@ -110,3 +112,22 @@ def slow_server():
 def post():
     """`post(port, source_address, body, conn=None) -> (status, headers, data, seconds)`."""
     return _post
+
+
+@functools.cache
+def _canned_answer(name: str) -> dict:
+    """The widget's real answer at its defaults, computed once a session."""
+    module = REGISTRY[name]
+    return module.compute(module.SPEC.resolve({}))
+
+
+@pytest.fixture()
+def canned_compute(monkeypatch):
+    """Every light widget's `compute` answers its own (real) result at the defaults, whatever it
+    is asked: for fuzzing what the server does with a request (parsing, validation, errors,
+    serialising, the document's schemas) thousands of times without thousands of
+    computations. The fuzz tests keep a sample of real computations besides."""
+    for name, module in REGISTRY.items():
+        if module.SPEC.cost_hint == "light":
+            answer = _canned_answer(name)  # computed (for real) before `compute` is replaced
+            monkeypatch.setattr(module, "compute", lambda params, answer=answer: answer)
