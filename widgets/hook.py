@@ -29,7 +29,7 @@ import os
 import posixpath
 import re
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -78,7 +78,7 @@ API_BASE = settings.get("BOOK_API_URL") or "/api"
 
 # ---------------------------------------------------------------------------- computations
 
-@lru_cache(maxsize=None)
+@cache
 def _compute(name: str, params_json: str) -> dict:
     return REGISTRY[name].compute(json.loads(params_json))
 

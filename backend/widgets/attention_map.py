@@ -9,8 +9,8 @@ Wikipedia text), the pretrained encoder all-MiniLM-L6-v2 (shipped by the PyPI pa
 from __future__ import annotations
 
 import html
-import math
 import importlib.util
+import math
 import os
 import threading
 import unicodedata
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import torch
 
+from backend.hf_import import LOCK as HF_IMPORT_LOCK
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS
-from backend.hf_import import LOCK as HF_IMPORT_LOCK
 
 ENV_CHECKPOINT = "BOOK_HF_CHECKPOINT"  # a local folder with config.json, weights and a tokenizer
 MAX_CHARS = 500
@@ -595,7 +595,8 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
     # Axis categories must be unique ("the" may occur twice): the hover names token and place.
     cats = [f"{lab} (#{i})" for i, lab in enumerate(labels)]
     font = 11 if T <= 24 else 10 if T <= 40 else 9
-    wide_x, wide_y = _ticks(labels, starts, e.special, WIDE_LABELS, None), _ticks(labels, at_q, e.special, WIDE_LABELS, q)
+    wide_x = _ticks(labels, starts, e.special, WIDE_LABELS, None)
+    wide_y = _ticks(labels, at_q, e.special, WIDE_LABELS, q)
     narrow_x = _ticks(labels, starts, e.special, NARROW_LABELS, None)
     narrow_y = _ticks(labels, at_q, e.special, NARROW_LABELS, q)
     axis = {"type": "category", "tickmode": "array", "automargin": True, "showgrid": False,

@@ -333,7 +333,7 @@ def compute(params: dict) -> dict:
 
 
 def _figure(steps: int, P: int, v: dict) -> dict:
-    no, yes, guide = COLORS["unscaled"], COLORS["scaled"], COLORS["guide"]
+    no, yes = COLORS["unscaled"], COLORS["scaled"]
     xs = v["step_positions"]
     data = []
     # left: time per step against the text's length, every step as a faint dot and the fastest

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from fractions import Fraction
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from typing import Any
 
 
@@ -134,7 +134,7 @@ class Limit:
             out += prod
         return out
 
-    def top(self, param: "Param", values: dict, lo, hi) -> int:
+    def top(self, param: Param, values: dict, lo, hi) -> int:
         """The largest value of `param` on its grid from lo to hi within budget (lo if none)."""
         step = int(param.step or 1)
         first = lo + (-(lo - param.min) % step)  # lo, up to param's grid

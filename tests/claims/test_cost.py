@@ -137,7 +137,8 @@ def test_the_whole_layers_crossover_with_the_mlp_and_the_causal_half():
     assert counter.get_total_flops() == mlp
     T, Tc = v["llama_layer_crossover_T"], v["llama_layer_crossover_causal_T"]
     assert (T, Tc) == (26624, 53248)
-    per_token = lambda t, causal=False: ac.score_flops(t, d_head, cfg.n_heads) / t / (2 if causal else 1)
+    def per_token(t, causal=False):
+        return ac.score_flops(t, d_head, cfg.n_heads) / t / (2 if causal else 1)
     assert per_token(T - 1) < proj + mlp < per_token(T + 1)
     assert per_token(Tc - 1, True) < proj + mlp < per_token(Tc + 1, True)
     assert 20_000 < T < Tc

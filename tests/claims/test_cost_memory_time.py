@@ -200,8 +200,8 @@ def test_doubling_the_context_quadruples_the_scores(T):
     assert ac.score_flops(2 * T, 64) == 4 * ac.score_flops(T, 64)
 
 
-# Exercise 2's answer: width 2,048, full keys and values, a plain two-matrix MLP of 8,192: 24 d^2 per token outside the scores, break-even
-# at T = 6d = 12,288.
+# Exercise 2's answer: width 2,048, full keys and values, a plain two-matrix MLP of 8,192:
+# 24 d^2 per token outside the scores, break-even at T = 6d = 12,288.
 def test_exercise_2_mlp_and_projections_against_the_scores():
     d, d_ff, T = 2048, 8192, 4
     mlp = [torch.nn.Linear(d, d_ff, bias=False, device="meta"),

@@ -223,7 +223,8 @@ def test_reordering_the_rows_makes_the_two_layouts_agree_and_skipping_it_does_no
 
     d, T, d_model = 16, 7, 32
     g = torch.Generator().manual_seed(0)
-    W_q, W_k = torch.randn(d, d_model, generator=g, dtype=torch.float64), torch.randn(d, d_model, generator=g, dtype=torch.float64)
+    W_q = torch.randn(d, d_model, generator=g, dtype=torch.float64)
+    W_k = torch.randn(d, d_model, generator=g, dtype=torch.float64)
     x = torch.randn(T, d_model, generator=g, dtype=torch.float64)
     pos = torch.arange(T)
     scores_meta = _interleaved_rope(x @ W_q.T, pos) @ _interleaved_rope(x @ W_k.T, pos).T

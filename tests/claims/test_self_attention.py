@@ -32,8 +32,7 @@ RIVER, SAVINGS, UNSCALED = run(), run(neighbour="savings"), run(scaled=False)
 
 
 def custom_grid():
-    for water, money, generic in itertools.product(GRID, GRID, (-3.0, 0.0, 0.5, 3.0)):
-        yield water, money, generic
+    yield from itertools.product(GRID, GRID, (-3.0, 0.0, 0.5, 3.0))
 
 
 # ---------------------------------------------------------------- intro and the three words
@@ -222,7 +221,8 @@ def test_the_arrow_and_the_lean_as_the_text_prints_them():
                                                             after["money"] - before["money"]))
         assert format(round(v["water_after"], 3) - round(v["money_after"], 3), ".3f") == format(v["lean"], ".3f")
     assert format(RIVER["moved_plane"], ".2f") != format(RIVER["moved"], ".2f")
-    assert format(round(RIVER["water_after"], 2) - round(RIVER["money_after"], 2), ".2f") != format(RIVER["lean"], ".2f")
+    rounded_lean = round(RIVER["water_after"], 2) - round(RIVER["money_after"], 2)
+    assert format(rounded_lean, ".2f") != format(RIVER["lean"], ".2f")
 
 
 def test_float32_prints_the_same_three_decimals():

@@ -26,7 +26,8 @@ from backend.reference.sinusoidal import sinusoidal_encoding
 from tests.support.numbers import r
 
 KiB, GiB = 1024, 1024**3
-LLAMA2_7B, LLAMA2_13B, LLAMA2_70B, LLAMA3_8B = (PRESETS[n] for n in ("llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b"))
+LLAMA2_7B, LLAMA2_13B, LLAMA2_70B, LLAMA3_8B = (
+    PRESETS[n] for n in ("llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b"))
 
 
 # ---------------------------------------------------------------- 003: the river-bank example

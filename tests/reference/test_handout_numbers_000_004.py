@@ -22,7 +22,8 @@ from backend.reference.rope import rotate
 from tests.support.numbers import meta_count, r
 
 KiB, GiB = 1024, 1024**3
-LLAMA2_7B, LLAMA2_13B, LLAMA2_70B, LLAMA3_8B = (PRESETS[n] for n in ("llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b"))
+LLAMA2_7B, LLAMA2_13B, LLAMA2_70B, LLAMA3_8B = (
+    PRESETS[n] for n in ("llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b"))
 
 
 # ---------------------------------------------------------------- 000: masks, heads, block, norms
@@ -120,7 +121,8 @@ def test_000_d_ff_is_not_two_thirds_of_4d_for_llama3():
     classic_weights = classic.fc1.weight.numel() + classic.fc2.weight.numel()
     assert (meta_count(SwiGLU, LLAMA3_8B), classic_weights) == (176_160_768, 134_217_728)
     assert round(176_160_768 / classic_weights, 4) == 1.3125  # Llama-3-8B's SwiGLU: 31% larger than the classic MLP
-    assert round(meta_count(SwiGLU, LLAMA2_7B) / classic_weights, 4) == 1.0078  # Llama-2-7B's: equal up to rounding to 256
+    # Llama-2-7B's: equal up to rounding to 256
+    assert round(meta_count(SwiGLU, LLAMA2_7B) / classic_weights, 4) == 1.0078
 
 
 def test_000_tied_embedding_size_and_logits_to_keep():
@@ -269,7 +271,8 @@ def test_004_sdpa_bool_mask_semantics():
     torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=book), ours, atol=1e-6, rtol=0)
     torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, is_causal=True), ours, atol=1e-6, rtol=0)
     _, w = scaled_dot_product_attention(q, k, v, ~book)  # the handout's reading
-    assert torch.all(w[..., 0, 0] == 0) and torch.all(w[..., 0, 1:].sum(-1) > 0.999)  # the first query sees only the future
+    # the first query sees only the future
+    assert torch.all(w[..., 0, 0] == 0) and torch.all(w[..., 0, 1:].sum(-1) > 0.999)
 
 
 def test_004_forward_check_shape():

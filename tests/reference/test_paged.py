@@ -26,8 +26,15 @@ import random
 
 import pytest
 
-from backend.reference.paged import (BlockPool, ContiguousKV, OutOfBlocks, PagedKV, cdiv,
-                                     full_block_hashes, replay)
+from backend.reference.paged import (
+    BlockPool,
+    ContiguousKV,
+    OutOfBlocks,
+    PagedKV,
+    cdiv,
+    full_block_hashes,
+    replay,
+)
 
 
 def vllm_required_blocks(num_tokens: int, block_size: int) -> int:

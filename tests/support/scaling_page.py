@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import os
-from functools import lru_cache
+from functools import cache
 
 import torch
 
@@ -24,7 +24,7 @@ POSITIONS = tuple(2 ** i for i in range(1, 10))  # the positions slider's stops,
 OFF_GRID = ((3, 5), (24, 100), (100, 8), (700, 300), (1000, 511), (64, 17))
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(d_k: int = 64, n_positions: int = 8) -> dict:
     return MODULE.compute({"d_k": d_k, "n_positions": n_positions, "seed": SEED})
 

@@ -157,7 +157,9 @@ def test_part_colours_are_the_diagrams(client):
 @pytest.mark.parametrize("params, title", [
     (dict(preset="book"), "book: 1.31M parameters (head tied)"),
     (dict(preset="llama-2-7b"), "llama-2-7b: 6.74B parameters"),
-    (dict(preset="custom", n_layers=1, d_model=64, n_heads=1, n_kv=1, d_ff=16, vocab=256), "custom config: 52.4K parameters"),  # 2*256*64 + (2*64 + 4*64*64 + 3*64*16) + 64 = 52,416
+    # 2*256*64 + (2*64 + 4*64*64 + 3*64*16) + 64 = 52,416
+    (dict(preset="custom", n_layers=1, d_model=64, n_heads=1, n_kv=1, d_ff=16, vocab=256),
+     "custom config: 52.4K parameters"),
     (dict(preset="custom", n_layers=32, d_model=4096, n_heads=32, n_kv=8, d_ff=14336, vocab=128256),
      "custom (as llama-3-8b): 8.03B parameters"),
 ])

@@ -52,7 +52,8 @@ def test_format_value_matches_python_for_every_spec_format():
                 continue
             value = int(x) if fmt.endswith("d") else x
             cases.append([x, fmt, format(value, fmt)])
-    script = ("\n".join(js_function(f) for f in ("tie", "fixed", "expo", "formatValue")) + "\nconst cases = JSON.parse(require('fs')"
+    script = ("\n".join(js_function(f) for f in ("tie", "fixed", "expo", "formatValue"))
+              + "\nconst cases = JSON.parse(require('fs')"
               ".readFileSync(0, 'utf8'));\nconst bad = cases.filter(([x, f, want]) => "
               "formatValue(x, f) !== want).map(([x, f, want]) => [x, f, want, formatValue(x, f)]);"
               "\nconsole.log(JSON.stringify({n: cases.length, bad: bad}));")
