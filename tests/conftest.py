@@ -44,9 +44,18 @@ BY_PATH = {
 }
 
 
+def _measured_widgets() -> set[str]:
+    """The widgets that time themselves on this machine (they use backend.widgets.measure)."""
+    from backend.widgets import REGISTRY, measure
+
+    return {name for name, module in REGISTRY.items()
+            if any(value is measure for value in vars(module).values())}
+
+
 def pytest_collection_modifyitems(config, items):
     tests = ROOT / "tests"
     gpu = None
+    measured = _measured_widgets()
     for item in items:
         path = Path(item.path)
         rel = path.relative_to(tests).as_posix() if path.is_relative_to(tests) else ""
@@ -54,6 +63,10 @@ def pytest_collection_modifyitems(config, items):
                  if rel == where or (where.endswith("/") and rel.startswith(where)) for n in marks}
         names |= {n for fixture, marks in BY_FIXTURE.items() if fixture in item.fixturenames
                   for n in marks}
+        # a test parametrized over widgets, at a measured one (test_registry's, for instance)
+        params = getattr(item, "callspec", None)
+        if params and measured & {v for v in params.params.values() if isinstance(v, str)}:
+            names.add("timing")
         for name in sorted(names - {m.name for m in item.iter_markers()}):
             item.add_marker(name)
         if item.get_closest_marker("gpu"):
