@@ -32,6 +32,8 @@ BY_PATH = {
     "deploy/test_compose.py": ("container", "slow"),
     "faults/": ("slow",),
     "app/test_schemathesis.py": ("slow",),
+    # the attention-sink study: both models over the held-out sentences (a minute or more)
+    "claims/test_attention_maps.py": ("slow",),
     # the files of the measured widgets (attention_cost, kv_decode, sequential_vs_parallel):
     # their values come with timings taken on this machine
     "claims/test_cost.py": ("timing",),
