@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test build bench bench-load bench-weight gpu-check chromium redis podman prewarm container-check clean
+.PHONY: serve test test-fast lint build bench bench-load bench-weight gpu-check chromium redis podman prewarm container-check clean
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
@@ -22,10 +22,24 @@ serve: build
 
 ## test: every test; the suite builds the book itself (strict, notebooks executed) and, with
 ## root and podman (installed under CI=true), builds the image and probes it. First, in seconds,
-## node's own runner on the browser runtime's pure modules (tests/js: shared cases from Python)
+## ruff, then node's own runner on the browser runtime's pure modules (tests/js: shared cases from Python)
 test: $(VENV)/.dev-installed node_modules/.installed chromium redis podman
+	$(BIN)/ruff check .
 	node --test tests/js/
 	BOOK_TEST_SITE= $(BIN)/python -m pytest
+
+## test-fast: a developer's shortcut, a few minutes: ruff, then every test that needs no built
+## book, browser, container, wall-clock timing or minutes of its own (markers: pyproject.toml)
+test-fast: $(VENV)/.dev-installed node_modules/.installed
+	$(BIN)/ruff check .
+	node --test tests/js/
+	BOOK_TEST_SITE= $(BIN)/python -m pytest -m "$(FAST)"
+
+FAST := not (build or browser or container or timing or slow or gpu)
+
+## lint: ruff alone (`$(BIN)/ruff check --fix .` fixes what it can)
+lint: $(VENV)/.dev-installed
+	$(BIN)/ruff check .
 
 ## build: the static site in site/, with widgets baked
 build: $(VENV)/.installed node_modules/.installed

@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +104,7 @@ def _cache_url(text: str) -> str:
     if parts.scheme != "unix" and not parts.hostname:
         raise ValueError("names no host")
     try:
-        parts.port
+        _ = parts.port  # reading it raises ValueError for a port that is not a number
     except ValueError:
         raise ValueError("has a port that is not a number") from None
     return text

@@ -1,4 +1,5 @@
-"""Shared fixtures: the Flask app and client (flaskr style), and the built book."""
+"""Shared fixtures: the Flask app and client (flaskr style), and the built book; the markers
+that `make test-fast` deselects, applied by folder, file and fixture."""
 
 from __future__ import annotations
 
@@ -17,6 +18,67 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # tests/container/gpu_smoke.sh.
 os.environ.setdefault("BOOK_DEVICE", "cpu")
 
+# Markers by where a test lives and what it asks for (pyproject.toml describes each), so that
+# a new test in these places is marked without a decorator. Paths relative to tests/: a folder
+# (ending in /) or one file.
+BY_FIXTURE = {
+    "built_site": ("build",),  # and everything that uses it: server, page, phone, ...
+    "browser": ("browser",),
+    "start_gunicorn": ("slow",),
+    "slow_server": ("slow",),
+}
+BY_PATH = {
+    "container/": ("container", "slow"),
+    "deploy/test_compose.py": ("container", "slow"),
+    "faults/": ("slow",),
+    "app/test_schemathesis.py": ("slow",),
+    # the attention-sink study: both models over the held-out sentences (a minute or more)
+    "claims/test_attention_maps.py": ("slow",),
+    # the files of the measured widgets (attention_cost, kv_decode, sequential_vs_parallel):
+    # their values come with timings taken on this machine
+    "claims/test_cost.py": ("timing",),
+    "claims/test_cost_memory_time.py": ("timing",),
+    "claims/test_kv_cache.py": ("timing",),
+    "claims/test_recurrence.py": ("timing",),
+    "widgets/test_attention_cost.py": ("timing",),
+    "widgets/test_kv_decode.py": ("timing",),
+    "widgets/test_sequential_vs_parallel.py": ("timing",),
+}
+
+
+def _measured_widgets() -> set[str]:
+    """The widgets that time themselves on this machine (they use backend.widgets.measure)."""
+    from backend.widgets import REGISTRY, measure
+
+    return {name for name, module in REGISTRY.items()
+            if any(value is measure for value in vars(module).values())}
+
+
+def pytest_collection_modifyitems(config, items):
+    tests = ROOT / "tests"
+    gpu = None
+    measured = _measured_widgets()
+    for item in items:
+        path = Path(item.path)
+        rel = path.relative_to(tests).as_posix() if path.is_relative_to(tests) else ""
+        names = {n for where, marks in BY_PATH.items()
+                 if rel == where or (where.endswith("/") and rel.startswith(where)) for n in marks}
+        names |= {n for fixture, marks in BY_FIXTURE.items() if fixture in item.fixturenames
+                  for n in marks}
+        # a test parametrized over widgets, at a measured one (test_registry's, for instance)
+        params = getattr(item, "callspec", None)
+        if params and measured & {v for v in params.params.values() if isinstance(v, str)}:
+            names.add("timing")
+        for name in sorted(names - {m.name for m in item.iter_markers()}):
+            item.add_marker(name)
+        if item.get_closest_marker("gpu"):
+            if gpu is None:
+                import torch
+
+                gpu = torch.cuda.is_available()
+            if not gpu:
+                item.add_marker(pytest.mark.skip(reason="needs CUDA: torch sees no GPU here"))
+
 
 @pytest.fixture()
 def app(tmp_path):
@@ -28,6 +90,29 @@ def app(tmp_path):
 @pytest.fixture()
 def client(app):
     return app.test_client()
+
+
+@pytest.fixture()
+def private_timing_lock(tmp_path, monkeypatch):
+    """A timing lock of this test's own, so that a server's or another test's timings on this
+    host never make a measurement here wait (or answer 503)."""
+    from backend.widgets import measure
+
+    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
+
+
+@pytest.fixture()
+def fresh_timings(private_timing_lock):
+    """A private timing lock, and no timing remembered by a measured widget before or after."""
+    from backend.widgets import REGISTRY
+
+    caches = [fn for fn in (getattr(m, "measure", None) for m in REGISTRY.values())
+              if hasattr(fn, "cache_clear")]
+    for fn in caches:
+        fn.cache_clear()
+    yield
+    for fn in caches:
+        fn.cache_clear()
 
 
 @pytest.fixture(scope="session")

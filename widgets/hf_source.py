@@ -23,7 +23,7 @@ import importlib
 import inspect
 import re
 import textwrap
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from mkdocs.exceptions import PluginError
@@ -40,7 +40,7 @@ HF_SOURCE_CALL = re.compile(r'^(?P<indent>[ \t]*)\{\{\s*hf_source\(\s*"(?P<symbo
                             re.M)
 
 
-@lru_cache(maxsize=None)
+@cache
 def module():
     return importlib.import_module(MODULE)
 
@@ -75,7 +75,7 @@ def _docstring_lines(tree: ast.AST) -> set[int]:
     return lines
 
 
-@lru_cache(maxsize=None)
+@cache
 def source(symbol: str) -> tuple[str, int, int]:
     """(code without docstrings, first line, last line) of `symbol` in the installed file."""
     obj = resolve(symbol)
@@ -86,7 +86,7 @@ def source(symbol: str) -> tuple[str, int, int]:
     return "\n".join(kept).rstrip() + "\n", start, start + len(lines) - 1
 
 
-@lru_cache(maxsize=None)
+@cache
 def licence_header() -> str:
     """The installed file's copyright line; PluginError if the file no longer says Apache-2.0."""
     head = Path(module().__file__).read_text(encoding="utf-8")[:2000]
@@ -112,7 +112,7 @@ def render(symbol: str, indent: str = "") -> str:
 HF_INFO_CALL = re.compile(r'\{\{\s*hf_info\(\s*"(?P<key>\w+)"\s*\)\s*\}\}')
 
 
-@lru_cache(maxsize=None)
+@cache
 def package_lines() -> int:
     """Lines of Python in the whole installed `transformers` package."""
     import transformers

@@ -29,7 +29,7 @@ import os
 import posixpath
 import re
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -80,7 +80,7 @@ API_BASE = settings.get("BOOK_API_URL") or "/api"
 
 # ---------------------------------------------------------------------------- computations
 
-@lru_cache(maxsize=None)
+@cache
 def _compute(name: str, params_json: str) -> dict:
     module, params = REGISTRY[name], json.loads(params_json)
     out = module.compute(params)

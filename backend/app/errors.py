@@ -7,7 +7,6 @@ from flask_limiter.errors import RateLimitExceeded
 from werkzeug.exceptions import HTTPException, InternalServerError
 
 from backend.app import limits
-
 from backend.app.site import not_found_page
 from backend.errors import Busy, ModelUnavailable, ParamError
 

@@ -31,8 +31,8 @@ import time
 from collections import Counter, deque
 from contextlib import contextmanager
 
-from flask import Flask, current_app, request
 from cachelib.serializers import BaseRedisSerializer
+from flask import Flask, current_app, request
 from flask_caching import Cache
 from flask_caching.backends.rediscache import RedisCache
 from flask_limiter import Limiter

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .security import headers, scan_site
 
+
 def nginx_files(site_dir: str | Path, api_url: str = "") -> dict[str, str]:
     """The lecture hall's nginx serves the pages itself; these two files make it send exactly
     the headers this module sends (one policy, computed from the same built site):

@@ -126,7 +126,8 @@ def loss_curve_svg(m: dict, width: int = 640, height: int = 360) -> str:
     val_label = f"validation (first {m['training']['eval_windows']} windows)"
     for i, (colour, label) in enumerate((("#1f77b4", "training (running mean)"), ("#d62728", val_label))):
         y = top + 10 + 18 * i
-        parts.append(f'<line x1="{legend_x}" x2="{legend_x + 20}" y1="{y}" y2="{y}" stroke="{colour}" stroke-width="2"/>')
+        parts.append(f'<line x1="{legend_x}" x2="{legend_x + 20}" y1="{y}" y2="{y}" '
+                     f'stroke="{colour}" stroke-width="2"/>')
         parts.append(f'<text x="{legend_x + 26}" y="{y + 4}">{escape(label)}</text>')
     fin = m["final"]["val_loss"]
     parts.append(f'<text x="{left}" y="{top - 10}">final validation loss {fin:.3f} on all '

@@ -17,11 +17,11 @@ from backend.reference.config import ModelConfig
 from backend.reference.model import DecoderLM
 
 from . import WEIGHTS_DIR
+from .tokenizer import load_tokenizer
 
 # Sentences the model never trained on, for measurements over many rows (the chapter's sink).
 HELDOUT_SENTENCES = Path(__file__).resolve().parent / "heldout_sentences.txt"
 N_HELDOUT = 240
-from .tokenizer import load_tokenizer
 
 
 def load_model(weights_dir: Path = WEIGHTS_DIR) -> tuple[DecoderLM, Tokenizer]:

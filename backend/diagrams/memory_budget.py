@@ -71,7 +71,7 @@ def draw(preset: str = "llama-3-8b", memory: str = "80", context: int = 8192) ->
            anchor="start", size="small", weight="bold")
     scale = bar_w / memory_bytes
     for r, row in enumerate(rows):
-        n_kv, label, weights = row["n_kv"], row["label"], row["weights"]
+        label, weights = row["label"], row["weights"]
         per_user, fit = row["per_user"], row["fit"]
         y = top + r * 78
         c.text(left, y + 6, label, anchor="start", size="small")

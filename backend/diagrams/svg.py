@@ -125,8 +125,9 @@ class Canvas:
         px, py = -math.sin(ang), math.cos(ang)
         pts = [(x2, y2), (bx + px * head / 2, by + py * head / 2),
                (bx - px * head / 2, by - py * head / 2)]
+        points = " ".join(f"{_num(a)},{_num(b)}" for a, b in pts)
         self.parts.append(
-            f"<polygon {_attrs(points=' '.join(f'{_num(a)},{_num(b)}' for a, b in pts), class_=f'tw-d-head tw-d-fill-{self._tone(tone)}')}/>")
+            f"<polygon {_attrs(points=points, class_=f'tw-d-head tw-d-fill-{self._tone(tone)}')}/>")
         if label is not None:
             mx, my = (x1 + x2) / 2, (y1 + y2) / 2
             dx, dy, anchor = {"right": (6, 0, "start"), "left": (-6, 0, "end"),

@@ -72,7 +72,7 @@ class ModelConfig:
         """Query heads per key/value head (the group size of GQA)."""
         return self.n_heads // self.n_kv_heads
 
-    def replace(self, **changes) -> "ModelConfig":
+    def replace(self, **changes) -> ModelConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 

@@ -77,8 +77,8 @@ def generate(
             break
     vocab = model.config.vocab_size
     step_logits = torch.stack(all_logits, dim=1) if all_logits else tokens.new_zeros((B, 0, vocab), dtype=torch.float32)
-    return GenerationResult(tokens, step_logits, processed, finished if eos_token_id is not None else None, attention_mask,
-                            cache)
+    return GenerationResult(tokens, step_logits, processed,
+                            finished if eos_token_id is not None else None, attention_mask, cache)
 # --8<-- [end:generate]
 
 

@@ -22,7 +22,14 @@ import torch
 from .config import ModelConfig
 from .counting import count_parameters
 from .llama_compare import (  # noqa: F401  (re-exported: older imports read them from here)
-    ATTENTION_TOLERANCE, LOGIT_TOLERANCE, LOSS_TOLERANCE, ParityReport, build_pair, compare, hf_config, hf_state_dict,
+    ATTENTION_TOLERANCE,
+    LOGIT_TOLERANCE,
+    LOSS_TOLERANCE,
+    ParityReport,
+    build_pair,
+    compare,
+    hf_config,
+    hf_state_dict,
 )
 from .model import FAULTS
 from .presets import DECODER_PRESETS, PRESETS

@@ -1,7 +1,8 @@
 """The residual as an identity path: how much gradient reaches the bottom of a deep stack.
 
 Each layer is the book's pre-norm MLP sublayer, f(x) = SwiGLU(RMSNorm(x)). The same weights
-are wired four ways: without a residual, with and without the norm (x <- MLP(x), x <- f(x)), pre-norm (x <- x + f(x)), and post-norm as
+are wired four ways: without a residual, with and without the norm (x <- MLP(x), x <- f(x)),
+pre-norm (x <- x + f(x)), and post-norm as
 in the 2017 paper (x <- Norm(x + MLP(x))). For y = x + f(x), dy/dx = I + df/dx: the I is a path
 that no layer can shrink, so the gradient at layer 0 cannot fade the way a product of
 Jacobians does.

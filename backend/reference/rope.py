@@ -45,7 +45,8 @@ def apply_rope(
 
 
 def interleave(table: torch.Tensor) -> torch.Tensor:
-    """A rotate-half cos/sin table (a_0..a_{n-1}, a_0..a_{n-1}) laid out for adjacent pairs: (a_0, a_0, a_1, a_1, ...)."""
+    """A rotate-half cos/sin table (a_0..a_{n-1}, a_0..a_{n-1}) laid out for adjacent pairs:
+    (a_0, a_0, a_1, a_1, ...)."""
     half = table[..., : table.size(-1) // 2]
     return half.repeat_interleave(2, dim=-1)
 

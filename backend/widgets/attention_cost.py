@@ -362,7 +362,8 @@ def _summary(T: int, v: dict) -> str:
     return (f"At T = {T:,} the explicit attention took {v['ms_eager']:.3g} ms and peaked at "
             f"{_mib(v['peak_bytes_eager'])}; the fused call ran {v['fused_kernel']} and took "
             f"{v['ms_fused']:.3g} ms, peaking at {_mib(v['peak_bytes_fused'])} "
-            f"({_medians(v['repeats'])} on {v['measured_on']}). One score matrix is {_mib(v['score_bytes'])}; the largest "
+            f"({_medians(v['repeats'])} on {v['measured_on']}). One score matrix is "
+            f"{_mib(v['score_bytes'])}; the largest "
             f"context this setting allows here is {v['ceiling']:,} (the "
             f"{ {'time': 'time rule', 'memory': 'memory rule', 'slider': 'slider top'}[v['ceiling_rule']]}).")
 

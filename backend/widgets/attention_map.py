@@ -14,11 +14,20 @@ import math
 import torch
 
 from backend.widgets.attention_models import (  # noqa: F401  (ENV_CHECKPOINT, _book, _hf: tests)
-    ENV_CHECKPOINT, MAX_TOKENS, MODEL_WORDS, Encoded, _book, _hf, encode, minilm_dir,
-    model_choices)
+    ENV_CHECKPOINT,
+    MAX_TOKENS,
+    MODEL_WORDS,
+    Encoded,
+    _book,
+    _hf,
+    encode,
+    minilm_dir,
+    model_choices,
+)
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS
 from backend.widgets.words import word_of_tokens, word_weights, words_in  # noqa: F401  (tests)
+
 MAX_CHARS = 500
 MAX_LAYERS = MAX_HEADS = 12  # slider ranges; a model with fewer gets a 400 that says how many
 TOP_K = 5
@@ -273,7 +282,8 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
     # Axis categories must be unique ("the" may occur twice): the hover names token and place.
     cats = [f"{lab} (#{i})" for i, lab in enumerate(labels)]
     font = 11 if T <= 24 else 10 if T <= 40 else 9
-    wide_x, wide_y = _ticks(labels, starts, e.special, WIDE_LABELS, None), _ticks(labels, at_q, e.special, WIDE_LABELS, q)
+    wide_x = _ticks(labels, starts, e.special, WIDE_LABELS, None)
+    wide_y = _ticks(labels, at_q, e.special, WIDE_LABELS, q)
     narrow_x = _ticks(labels, starts, e.special, NARROW_LABELS, None)
     narrow_y = _ticks(labels, at_q, e.special, NARROW_LABELS, q)
     axis = {"type": "category", "tickmode": "array", "automargin": True, "showgrid": False,

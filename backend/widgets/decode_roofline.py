@@ -174,7 +174,7 @@ def _notice(params: dict, v: dict) -> str:
     if not v["batch_fits"]:
         B = params["batch"]
         verb = "does" if B == 1 else "do"
-        holds = (f"holds no user's cache at this length" if v["users_fit"] == 0 else
+        holds = ("holds no user's cache at this length" if v["users_fit"] == 0 else
                  f"holds the cache of at most {_users(v['users_fit'])}")
         notes.append(f"{_users(B)} at {_tokens(params['context_len'])} {verb} not fit: beside "
                      f"the weights the {v['card_name']} {holds}. The times below are for a card "

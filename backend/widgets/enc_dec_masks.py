@@ -15,8 +15,12 @@ from functools import lru_cache
 import torch
 
 from backend.reference.config import ModelConfig
-from backend.reference.encoder_decoder import (EncoderDecoder, base_model_forward_check, seq2seq_masks,
-                                               trace_shapes)
+from backend.reference.encoder_decoder import (
+    EncoderDecoder,
+    base_model_forward_check,
+    seq2seq_masks,
+    trace_shapes,
+)
 from backend.reference.multi_head import split_heads
 from backend.reference.sinusoidal import sinusoidal_encoding
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec

@@ -24,10 +24,18 @@ import torch
 
 from backend.reference.counting import count_parameters
 from backend.reference.presets import DECODER_PRESETS, PRESETS
-from backend.reference.serving import (CARDS, DTYPES, GB, GIB, QUANTISED, cache_bytes, users_fit,
-                                       weights_bytes)
-from backend.widgets.shapes import check_heads, kv_depend_on_heads
+from backend.reference.serving import (
+    CARDS,
+    DTYPES,
+    GB,
+    GIB,
+    QUANTISED,
+    cache_bytes,
+    users_fit,
+    weights_bytes,
+)
 from backend.widgets import presets
+from backend.widgets.shapes import check_heads, kv_depend_on_heads
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 
@@ -326,7 +334,7 @@ def _summary(params: dict, v: dict) -> str:
     return (f"{_name(params)} keeps {v['bytes_per_token']:,} bytes of keys and values per token "
             f"in {params['dtype']}, so {_users(B)} at {_tokens(T)} {'holds' if B == 1 else 'hold'} "
             f"{_gb(v['total_gb'])}; "
-            + (f"it is already multi-head, with one key/value head per query head. "
+            + ("it is already multi-head, with one key/value head per query head. "
                if params["n_kv"] == params["n_heads"] else
                f"with one key/value head per query head it would be "
                f"{v['gqa_saving_factor']:.3g} times as much. ")

@@ -31,7 +31,13 @@ from backend.reference import decode
 from backend.reference.generate import GenerationResult, generate, token_steps
 from backend.widgets import measure as measure_lib
 from backend.widgets.kv_decode_models import (  # noqa: F401  (tests read them here)
-    MAX_PROMPT, MAX_STEPS, RANDOM_CONFIG, model_for, prompt_for, random_model)
+    MAX_PROMPT,
+    MAX_STEPS,
+    RANDOM_CONFIG,
+    model_for,
+    prompt_for,
+    random_model,
+)
 from backend.widgets.measure import buckets, per_step, quarters, slope  # noqa: F401
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
@@ -242,7 +248,7 @@ def compute(params: dict) -> dict:
 
 
 def _figure(steps: int, P: int, v: dict) -> dict:
-    no, yes, guide = COLORS["unscaled"], COLORS["scaled"], COLORS["guide"]
+    no, yes = COLORS["unscaled"], COLORS["scaled"]
     xs = v["step_positions"]
     data = []
     # left: time per step against the text's length, every step as a faint dot and the fastest

@@ -15,8 +15,8 @@ many cores happen to be free.
 from __future__ import annotations
 
 import fcntl
-import math
 import functools
+import math
 import os
 import statistics
 import threading

@@ -26,8 +26,8 @@ from backend.bookmodel import WEIGHTS_DIR
 from backend.reference.config import ModelConfig
 from backend.reference.counting import build_on_meta, count_by_matrix, count_parameters
 from backend.reference.presets import PRESETS
-from backend.widgets.shapes import check_heads, heads_depend_on_width, kv_depend_on_heads
 from backend.widgets import presets
+from backend.widgets.shapes import check_heads, heads_depend_on_width, kv_depend_on_heads
 from backend.widgets.spec import Depends, Output, Param, WidgetSpec
 from backend.widgets.style import ATTENTION_SHADES, COLORS, PART_COLORS
 
@@ -130,9 +130,11 @@ MATRIX_LABELS = {"q_proj": "Q", "k_proj": "K", "v_proj": "V", "o_proj": "O",
                  "gate_proj": "gate", "up_proj": "up", "down_proj": "down"}
 # the parts' colours are the diagrams' (style.PART_COLORS); Q, K, V, O are shades of attention's
 SEGMENTS = (("embedding", "embedding", "embedding", PART_COLORS["embedding"]),
-            *(("attention", k, MATRIX_LABELS[k], ATTENTION_SHADES[k]) for k in ("q_proj", "k_proj", "v_proj", "o_proj")),
+            *(("attention", k, MATRIX_LABELS[k], ATTENTION_SHADES[k])
+              for k in ("q_proj", "k_proj", "v_proj", "o_proj")),
             *(("MLP", k, MATRIX_LABELS[k], PART_COLORS["mlp"]) for k in ("gate_proj", "up_proj", "down_proj")),
-            ("norms", "norms", "norms", PART_COLORS["norms"]), ("LM head", "lm_head", "LM head", PART_COLORS["lm_head"]))
+            ("norms", "norms", "norms", PART_COLORS["norms"]),
+            ("LM head", "lm_head", "LM head", PART_COLORS["lm_head"]))
 TIED_LABEL = "tied: counted once, as the embedding"
 
 
@@ -147,7 +149,7 @@ def _stacked(cfg: ModelConfig, c, m: dict) -> list[dict]:
               "norms": f"({2 * L} + 1) × {d}",
               "lm_head": "tied: the embedding" if cfg.tie_embeddings else f"{cfg.vocab_size} × {d}"}
     traces = []
-    for i, (row, part, label, color) in enumerate(SEGMENTS):
+    for _i, (row, part, label, color) in enumerate(SEGMENTS):
         n = m[part]
         traces.append({
             "type": "bar", "orientation": "h", "y": [row], "x": [n / 1e6], "name": label,

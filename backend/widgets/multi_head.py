@@ -17,8 +17,14 @@ import torch
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_module
 from backend.reference.head_cost import head_table, init_stds
-from backend.reference.kv_sharing import (kv_bytes_per_token, mean_pool_kv, relative_error,
-                                          run_layer, seeded_attention, word_vectors)
+from backend.reference.kv_sharing import (
+    kv_bytes_per_token,
+    mean_pool_kv,
+    relative_error,
+    run_layer,
+    seeded_attention,
+    word_vectors,
+)
 from backend.reference.two_heads import example as two_heads_example
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import SERIES, WEIGHT_SCALE, base_layout
@@ -158,7 +164,8 @@ def trained_pooling() -> dict | None:
                 att, x = layer.attention, hidden[li][0]  # (T, d)
                 q = heads(x, att.self.query, n_heads)  # (h, T, d_head)
 
-                def output(k, v):  # bidirectional attention, then W_O (its bias left out)
+                # bidirectional attention, then W_O (its bias left out); called at once below
+                def output(k, v, q=q, x=x, att=att):
                     w = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d_head), dim=-1)
                     ctx = (w @ v).transpose(0, 1).reshape(x.shape[0], -1)  # (T, d)
                     return ctx @ att.output.dense.weight.T

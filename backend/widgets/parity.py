@@ -21,8 +21,13 @@ import torch
 from backend.hf_import import LOCK as HF_IMPORT_LOCK
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_parameters
-from backend.reference.llama_compare import (ATTENTION_TOLERANCE, DECODE_STEPS, LOGIT_TOLERANCE, LOSS_TOLERANCE,
-                                             compare)
+from backend.reference.llama_compare import (
+    ATTENTION_TOLERANCE,
+    DECODE_STEPS,
+    LOGIT_TOLERANCE,
+    LOSS_TOLERANCE,
+    compare,
+)
 from backend.reference.model import FAULTS
 from backend.widgets.shapes import check_heads
 from backend.widgets.spec import Depends, Limit, Output, Param, ParamError, WidgetSpec
@@ -127,7 +132,8 @@ def config_of(params: dict) -> ModelConfig:
     if n > MAX_PARAMS:
         raise ParamError(
             f"this model has {n:,} parameters; the live check allows at most {MAX_PARAMS:,}: lower "
-            f"'{LABELS['vocab']}', '{LABELS['d_model']}', '{LABELS['d_ff']}', '{LABELS['n_kv']}' or '{LABELS['n_layers']}'",
+            f"'{LABELS['vocab']}', '{LABELS['d_model']}', '{LABELS['d_ff']}', '{LABELS['n_kv']}' "
+            f"or '{LABELS['n_layers']}'",
             "vocab")
     return cfg
 

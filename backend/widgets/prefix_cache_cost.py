@@ -114,9 +114,10 @@ def compute(params: dict) -> dict:
                          f"Anthropic models need more) caches none of a prefix this short; a self-hosted engine with "
                          f"blocks of {ENGINE_BLOCK} reuses {values['cacheable_engine']:,} of them.")
     if even is None:
-        out["notice"] = out.get("notice", "") + (" " if "notice" in out else "") + ("A cached request costs no less than an uncached one at these prices, "
-                         "so caching never pays for itself, however cheap the write (requests "
-                         "until caching has paid: 0 means never).")
+        out["notice"] = out.get("notice", "") + (" " if "notice" in out else "") + (
+            "A cached request costs no less than an uncached one at these prices, "
+            "so caching never pays for itself, however cheap the write (requests "
+            "until caching has paid: 0 means never).")
     return out
 
 

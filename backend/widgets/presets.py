@@ -4,7 +4,7 @@ hook that fills a request's omitted fields from the chosen preset."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from backend.widgets.spec import Depends
 

@@ -12,8 +12,14 @@ from functools import lru_cache
 
 import torch
 
-from backend.reference.norms import (LayerNorm, RMSNorm, rmsnorm_float64, rmsnorm_no_upcast,
-                                     rmsnorm_rounded_at, running_mean_square)
+from backend.reference.norms import (
+    LayerNorm,
+    RMSNorm,
+    rmsnorm_float64,
+    rmsnorm_no_upcast,
+    rmsnorm_rounded_at,
+    running_mean_square,
+)
 from backend.widgets.spec import Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
 

@@ -16,7 +16,12 @@ import torch
 
 from backend.reference.generate import generate
 from backend.reference.model import IGNORE_INDEX, next_token_loss
-from backend.reference.sampling import apply_temperature, next_token_probs, top_k_filter, top_p_filter
+from backend.reference.sampling import (
+    apply_temperature,
+    next_token_probs,
+    top_k_filter,
+    top_p_filter,
+)
 from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS
 
@@ -175,7 +180,8 @@ def compute(params: dict) -> dict:
                    "margin": {"t": 90}},
     }
     summary = (f"The most likely next token is “{rows[0]['token']}” at {rows[0]['prob_raw']:.1%}. "
-               f"With these settings {values['drawable_tokens']:,} tokens can be drawn (entropy {values['entropy']:.2f} "
+               f"With these settings {values['drawable_tokens']:,} tokens can be drawn "
+               f"(entropy {values['entropy']:.2f} "
                f"nats, against {values['entropy_raw']:.2f} untouched); the model continued: "
                f"“{continuation}”.")
     table = {

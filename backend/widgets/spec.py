@@ -10,8 +10,9 @@ from __future__ import annotations
 import inspect
 import math
 import unicodedata
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 from backend.errors import ParamError  # noqa: F401  (widgets import it from here)
 from backend.widgets.rules import Depends, Limit  # noqa: F401  (widgets import them from here)

@@ -3,35 +3,29 @@ a fixed sleep (`slow_app.py`)."""
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from backend import settings
+from backend.widgets import REGISTRY
+from tests.support.server import free_port, serve
 
-ROOT = Path(__file__).resolve().parents[2]
 URL = "/api/widgets/attention_scaling"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class RedisServer:
     def __init__(self, password: str | None = None):
         self.password = password
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc = None
 
@@ -85,31 +79,11 @@ THREADS = settings.load({})["BOOK_THREADS"]  # the shipped default, as `make ser
 
 @contextmanager
 def _slow_server(workers=1, **env_extra):
-    port = _free_port()
-    env = {**os.environ, "BOOK_SITE_DIR": "/nonexistent", **env_extra}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", str(THREADS),
-         "-b", f"127.0.0.1:{port}", "--no-control-socket", "--pythonpath", "tests/app",
-         "--backlog", "256", "slow_app:create()"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                _post(port, "127.0.0.1", {"seed": 0}, path="/api/health", method="GET")
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    proc.kill()
-                    pytest.fail("gunicorn did not start:\n" + proc.stdout.read().decode()[-3000:])
-                time.sleep(0.2)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    with serve(env=env_extra, argv=[
+            "-k", "gthread", "-w", str(workers), "--threads", str(THREADS),
+            "-b", "127.0.0.1:{port}", "--no-control-socket", "--pythonpath", "tests/app",
+            "--backlog", "256", "slow_app:create()"]) as server:
+        yield server.port
 
 
 def _post(port, source, body, path=URL, method="POST", conn=None):
@@ -127,9 +101,6 @@ def _post(port, source, body, path=URL, method="POST", conn=None):
         if own:
             conn.close()
 
-
-
-
 @pytest.fixture(scope="session")
 def slow_server():
     """`with slow_server(workers=1, **env) as port:` a live gunicorn with the shipped number of
@@ -141,3 +112,22 @@ def slow_server():
 def post():
     """`post(port, source_address, body, conn=None) -> (status, headers, data, seconds)`."""
     return _post
+
+
+@functools.cache
+def _canned_answer(name: str) -> dict:
+    """The widget's real answer at its defaults, computed once a session."""
+    module = REGISTRY[name]
+    return module.compute(module.SPEC.resolve({}))
+
+
+@pytest.fixture()
+def canned_compute(monkeypatch):
+    """Every light widget's `compute` answers its own (real) result at the defaults, whatever it
+    is asked: for fuzzing what the server does with a request (parsing, validation, errors,
+    serialising, the document's schemas) thousands of times without thousands of
+    computations. The fuzz tests keep a sample of real computations besides."""
+    for name, module in REGISTRY.items():
+        if module.SPEC.cost_hint == "light":
+            answer = _canned_answer(name)  # computed (for real) before `compute` is replaced
+            monkeypatch.setattr(module, "compute", lambda params, answer=answer: answer)

@@ -171,7 +171,8 @@ def test_a_bug_in_a_widget_is_a_json_500_not_a_traceback(client, monkeypatch):
 
 
 @pytest.mark.parametrize("body, fragment", [
-    ({"average": False, "layer": 4}, "'layer' must be from 0 to 3 when model is book (the book's model has 4 layers), got 4"),
+    ({"average": False, "layer": 4},
+     "'layer' must be from 0 to 3 when model is book (the book's model has 4 layers), got 4"),
     ({"average": False, "head": 7}, "'head' must be from 0 to 3 when model is book"),
     ({"average": False, "model": "minilm", "layer": 6}, "from 0 to 5 when model is minilm"),
     ({"average": False, "model": "minilm", "head": 12}, "'head' must be from 0 to 11, got 12"),

@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from backend.app import create_app
 from backend.widgets import REGISTRY
 

@@ -14,8 +14,7 @@ def test_health_reports_the_device_kind_and_its_limits(client):
     body = client.get("/api/health").get_json()
     facts = body["accelerator"]
     assert facts["kind"] == device.kind() == ("cuda" if device.device().startswith("cuda") else "cpu")
-    from backend.widgets import REGISTRY
-    from backend.widgets import attention_cost
+    from backend.widgets import REGISTRY, attention_cost
 
     assert body["limits"] == {name: m.device_limits() for name, m in REGISTRY.items()
                               if hasattr(m, "device_limits")}

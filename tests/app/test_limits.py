@@ -17,7 +17,6 @@ from backend import settings
 from backend.app import create_app
 from backend.app.limits import Busy, FairQueue
 
-
 URL = "/api/widgets/attention_scaling"
 
 

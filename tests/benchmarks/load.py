@@ -105,7 +105,7 @@ def wait_healthy(base: str, proc: subprocess.Popen | None, timeout: float = 90.0
             return
         except OSError:
             if (proc is not None and proc.poll() is not None) or time.time() > deadline:
-                raise RuntimeError(f"{base} did not answer /api/health")
+                raise RuntimeError(f"{base} did not answer /api/health") from None
             time.sleep(0.2)
 
 
@@ -324,7 +324,7 @@ async def _timed(session, records: list, cls: str, method: str, url: str, retrie
             return await _timed(session, records, cls, method, url, retried=True, t0=t0, **kw)
         records.append(Record(cls, t0, (time.monotonic() - t0) * 1000, 0, None,
                               f"{type(exc).__name__}: {exc}"[:120]))
-    except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         records.append(Record(cls, t0, (time.monotonic() - t0) * 1000, 0, None,
                               f"{type(exc).__name__}: {exc}"[:120]))
 

@@ -209,8 +209,9 @@ def moves(page, w, name, control, how, n, status_sel) -> dict:
 
 def drag(page, w, name, control, n=90) -> dict:
     posts = []
-    listener = lambda r: (r.method == "POST" and f"/api/widgets/{name}" in r.url
-                          and posts.append(r.post_data_json))  # noqa: E731
+    def listener(r):
+        return (r.method == "POST" and f"/api/widgets/{name}" in r.url
+                              and posts.append(r.post_data_json))  # noqa: E731
     page.on("request", listener)
     n_res = page.evaluate(f"""() => performance.getEntriesByType('resource')
         .filter(e => e.name.includes('/api/widgets/{name}')).length""")

@@ -8,7 +8,7 @@ windows drawn around today's output.
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 
 import pytest
 import torch
@@ -17,7 +17,7 @@ from backend.widgets import attention_map as am
 from backend.widgets import attention_sink as sink
 
 
-@lru_cache(maxsize=None)
+@cache
 def _run(key: str) -> dict:
     return am.compute(am.SPEC.resolve(json.loads(key)))
 
@@ -246,7 +246,7 @@ def test_the_held_out_count_of_each_model():
 
 def _rates(study, key):
     r = torch.tensor(study[key])  # (L, h)
-    return {(l, h): float(r[l, h]) for l in range(r.shape[0]) for h in range(r.shape[1])}
+    return {(layer, h): float(r[layer, h]) for layer in range(r.shape[0]) for h in range(r.shape[1])}
 
 
 def test_the_named_habit_heads_over_the_held_out_sentences(book, minilm):

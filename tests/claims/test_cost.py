@@ -1,10 +1,7 @@
-"""Every qualitative sentence of docs/chapters/cost.md, asserted over computed values.
-
-Counted values are exact. Measured claims are orderings and shapes only: peak memory on a CPU
-is counted by a hook and does not depend on load; timing claims compare *fastest* runs (load
-only ever adds time) and ask for factors far from what the T^2 work predicts (8x where about
-64x is expected), so a loaded 2-core machine cannot fake or break them. Each test names the
-sentence it checks.
+"""Every qualitative sentence of docs/chapters/cost.md about the work attention does, asserted
+over computed values: counted values exactly, and the kernels and rounding of the three ways to
+compute it. Its memory and time sentences are in test_cost_memory_time.py (measured claims:
+orderings and shapes only). Each test names the sentence it checks.
 """
 
 from __future__ import annotations
@@ -16,10 +13,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from backend.reference import attention_cost as ac
 from backend.reference.presets import PRESETS
 from backend.widgets import attention_cost as w
-from backend.widgets import measure
 
 TOP = w.CEILING
-HEAD_DIMS = (16, 64, 256)                 # the head-size slider's ends and default
 N_HEADS = (1, 2, 8, 32)
 EPS = {name: torch.finfo(dt).eps for name, dt in w.DTYPES.items()}
 
@@ -32,9 +27,8 @@ def rounding_bound(T: int, dtype: str, max_abs_v: float) -> float:
     return 2 * T * EPS[dtype] * max_abs_v
 
 
-@pytest.fixture(autouse=True)
-def private_lock(tmp_path, monkeypatch):
-    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
+# a timing lock of each test's own (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("private_timing_lock")
 
 
 def values(**params):
@@ -145,7 +139,8 @@ def test_the_whole_layers_crossover_with_the_mlp_and_the_causal_half():
     assert counter.get_total_flops() == mlp
     T, Tc = v["llama_layer_crossover_T"], v["llama_layer_crossover_causal_T"]
     assert (T, Tc) == (26624, 53248)
-    per_token = lambda t, causal=False: ac.score_flops(t, d_head, cfg.n_heads) / t / (2 if causal else 1)
+    def per_token(t, causal=False):
+        return ac.score_flops(t, d_head, cfg.n_heads) / t / (2 if causal else 1)
     assert per_token(T - 1) < proj + mlp < per_token(T + 1)
     assert per_token(Tc - 1, True) < proj + mlp < per_token(Tc + 1, True)
     assert 20_000 < T < Tc
@@ -246,201 +241,3 @@ def test_the_three_ways_agree_to_rounding(T, d_head):
 def test_the_widgets_difference_is_rounding_in_its_dtype(dtype, T):
     v = values(context_len=T, dtype=dtype)
     assert v["max_abs_diff"] < rounding_bound(T, dtype, v["max_abs_v"])
-
-
-# "In float32 it is the scores and the weights side by side, 8 bytes per query-key pair ...
-# 2 + 4 + 4 = 10 bytes per pair." "the explicit path's peak is the scores and the weights, plus
-# its output; the fused path's is its output and one number per query"
-def test_the_default_peaks_are_what_the_prose_says_they_hold():
-    v = values()
-    T, d = v["T"], 64
-    assert v["eager_bytes_per_score"] == 8
-    assert values(context_len=16, dtype="bfloat16")["eager_bytes_per_score"] == 10
-    assert v["peak_bytes_eager"] == 2 * v["score_bytes"] + T * d * 4
-    assert v["peak_bytes_fused"] == T * d * 4 + T * 4
-
-
-# "The explicit path's memory ... is never below one score matrix, and once T is at least twice
-# the head size, doubling T more than triples its peak (the factor tends to 4)."
-# "The fused path's memory grows as T: doubling T doubles it. At every setting of the sliders it
-# needs less than the explicit path, and once T exceeds the head size by a few tokens, less than
-# even a single score matrix would take."
-@pytest.mark.parametrize("h,B", [(1, 1), (32, 1), (32, 16)])
-@pytest.mark.parametrize("dtype", list(w.DTYPES))
-@pytest.mark.parametrize("d_head", HEAD_DIMS)
-def test_memory_shapes_across_the_context_slider(d_head, dtype, h, B):
-    top = w.slider_top(h, B, d_head, w.DTYPES[dtype])  # the slider's top at this setting
-    Ts = sorted(t for t in {16, 32, 64, 128, 256, 512, top // 2, top} if 16 <= t <= top)
-    got = {T: values(context_len=T, head_dim=d_head, dtype=dtype, n_heads=h, batch=B)
-           for T in Ts}
-    for T, v in got.items():
-        assert v["peak_bytes_eager"] >= v["score_bytes"]
-        # "the fused peaks sit on" the dotted blue line B h T (d_head itemsize + 4)
-        assert v["ladder_peak_fused"] == [ac.fused_bytes(t, d_head, h, B, w.DTYPES[dtype])
-                                          for t in v["ladder_T"]]
-        assert v["peak_bytes_fused"] < v["peak_bytes_eager"]
-        if T >= d_head + 3:
-            assert v["peak_bytes_fused"] < v["score_bytes"]
-        if 2 * T in got:
-            assert got[2 * T]["peak_bytes_fused"] == 2 * v["peak_bytes_fused"]
-            growth = got[2 * T]["peak_bytes_eager"] / v["peak_bytes_eager"]
-            assert growth <= 4
-            if T >= 2 * d_head:
-                assert growth > 3
-    big = [T for T in Ts if 2 * T in got]
-    growths = [got[2 * T]["peak_bytes_eager"] / got[T]["peak_bytes_eager"] for T in big]
-    assert growths == sorted(growths)  # tends to 4 from below
-
-
-# "Time grows faster than linearly: with one head of 64 in float32, at T = 1,024 and at the top
-# of the slider, going from T/8 to
-# T multiplies each path's time by more than 8." (fastest runs)
-@pytest.mark.parametrize("T", [1024, TOP])
-def test_time_grows_faster_than_linearly(T):
-    v = values(context_len=T)
-    assert v["ladder_T"][0] == T // 8 and v["ladder_T"][-1] == T
-    for path in ("eager", "fused"):
-        runs = v[f"ladder_fastest_{path}"]
-        assert runs[-1] > 8 * runs[0], path
-
-
-# "At the top of the slider, with the other controls at their defaults, the fused kernel is also
-# faster than the explicit path, in each of the three number formats."
-@pytest.mark.parametrize("dtype", list(w.DTYPES))
-def test_at_the_top_the_fused_kernel_is_faster(dtype):
-    v = values(context_len=TOP, dtype=dtype)
-    assert v["fastest_fused"] < v["fastest_eager"]
-
-
-# "At short contexts with a big batch and many heads its lead is smaller than at the top of the
-# slider. Try batch 16 and 32 heads of size 16 at T = 45." (Measured on the build machine: a lead
-# of 1.6x there against 3.1x at the top; on a9a2140's machine it lost there, a smaller lead still.)
-def test_at_a_short_context_with_many_heads_the_fused_lead_is_smaller():
-    short = values(context_len=45, batch=16, n_heads=32, head_dim=16)
-    top = values(context_len=TOP)
-    lead = lambda v: v["fastest_eager"] / v["fastest_fused"]  # noqa: E731
-    assert lead(short) < lead(top)
-    assert short["peak_bytes_fused"] < short["peak_bytes_eager"]  # "its advantage is memory first"
-
-
-# "On a CPU it is a fixed, stated 512 MiB ...; that allows T = 5,792 at one head and batch 1.
-# ... which at head size 64 means T <= 1,448. The smaller of the two is the slider's top."
-def test_the_cpu_ceiling_and_its_two_rules():
-    v = values(context_len=16)
-    assert v["memory_mib"] == 512
-    assert v["ceiling_memory"] == 5792 and v["ceiling_work"] == 1448
-    assert v["ceiling_default"] == min(v["ceiling_memory"], v["ceiling_work"]) == TOP
-    assert w.SPEC.param("context_len").max == TOP
-    # "So on this CPU it is the time rule that binds, not the memory rule."
-    assert v["ceiling_rule"] == "time" and v["ceiling_work"] < v["ceiling_memory"]
-
-
-# "A narrower number format lowers the explicit path's memory ceiling. In bfloat16 the peak
-# holds 10 bytes per pair, not 8 ... allows T = 5,181 in bfloat16, against T = 5,792 in float32."
-def test_bfloat16_lowers_the_memory_ceiling():
-    f32, bf16 = values(context_len=16), values(context_len=16, dtype="bfloat16")
-    assert bf16["ceiling_memory"] < f32["ceiling_memory"]
-    assert (bf16["ceiling_memory"], f32["ceiling_memory"]) == (5181, 5792)
-    # "The same memory (half of this CPU's stated 512 MiB, by the widget's memory rule)"
-    assert w.MEMORY_SHARE == 0.5 and f32["memory_mib"] == 512
-    half = int(f32["memory_mib"] * 2**20 * w.MEMORY_SHARE)
-    assert f32["ceiling_memory"] ** 2 * 8 <= half < (f32["ceiling_memory"] + 1) ** 2 * 8
-    assert bf16["ceiling_memory"] ** 2 * 10 <= half < (bf16["ceiling_memory"] + 1) ** 2 * 10
-    # and it is the measured peak that holds 10 bytes per pair (the 2 + 4 + 4 of the prose)
-    assert values(context_len=TOP, dtype="bfloat16")["peak_bytes_eager"] >= 10 * TOP * TOP
-
-
-# "the slider's top follows all of them at once ... (A request above the ceiling that reaches
-# the API directly gets a 400 that names the ceiling, the setting and the device.)"
-def test_the_sliders_top_follows_every_control_at_once_and_the_api_names_the_ceiling():
-    p, labels = w.SPEC.param("context_len"), {q.name: q.label for q in w.SPEC.params}
-    for move in ({"n_heads": 4}, {"batch": 4}, {"head_dim": 256}, {"n_heads": 4, "batch": 4},
-                 {"n_heads": 20, "batch": 10, "head_dim": 160, "dtype": "bfloat16"}):
-        setting = {**w.SPEC.defaults(), **move}
-        offered = p.effective(setting, labels)["max"]
-        assert offered == values(context_len=16, **move)["ceiling"]
-        with pytest.raises(w.ParamError) as err:
-            w.SPEC.resolve({**move, "context_len": offered + 1})
-        assert f"to {offered:,} on cpu at batch" in str(err.value)
-
-
-# "In both panels the vertical dash-dot line is the ceiling at your setting, and its legend entry
-# says which rule set it. The lines stop there."
-@pytest.mark.parametrize("setting", [{}, {"n_heads": 8, "context_len": 16}])
-def test_the_figure_marks_this_settings_ceiling_and_stops_there(setting):
-    out = w.compute(w.SPEC.resolve(setting))
-    v, data = out["values"], out["figure"]["data"]
-    marks = [t for t in data if t.get("legendgroup") == "ceiling"]
-    assert len(marks) == 2 and {t.get("xaxis", "x") for t in marks} == {"x", "x2"}
-    assert all(t["x"] == [v["ceiling"]] * 2 for t in marks)
-    assert "(time rule)" in marks[0]["name"] and f"{v['ceiling']:,}" in marks[0]["name"]
-    for t in data:
-        if t["mode"] == "lines" and t.get("legendgroup") != "ceiling":
-            assert max(t["x"]) == v["ceiling"]
-    if setting:
-        assert v["ceiling"] == 512
-
-
-# "More heads, a bigger batch or a bigger head lower the ceiling"; "raise the heads or the batch:
-# the score matrix grows with them, and the ceiling line and the slider's top come down"; and the
-# check-yourself answer "the ceiling falls by half when you use four heads instead of one ...
-# it is the time rule that binds: 1,448 at one head becomes 724 at four".
-def test_more_heads_batch_or_head_size_lower_the_ceiling():
-    base = values(context_len=16)
-    for change in ({"n_heads": 4}, {"batch": 4}, {"head_dim": 256}):
-        v = values(context_len=16, **change)
-        assert v["ceiling"] < base["ceiling"]
-        if "head_dim" not in change:
-            assert v["score_bytes"] == 4 * base["score_bytes"]
-            assert abs(2 * v["ceiling"] - base["ceiling"]) <= 1
-            assert abs(2 * v["ceiling_memory"] - base["ceiling_memory"]) <= 1
-            assert abs(2 * v["ceiling_work"] - base["ceiling_work"]) <= 1
-    assert (base["ceiling"], values(context_len=16, n_heads=4)["ceiling"]) == (1448, 724)
-    assert values(context_len=16, n_heads=4)["ceiling_rule"] == "time"
-
-
-# "an accelerator with 80 GB free would allow T = ... for one head in float32, and one with
-# 141 GB free T = ...; at 32 heads, the 141 GB device allows only T = ..."
-def test_accelerator_ceilings_by_the_same_rule():
-    v1, v32 = values(context_len=16), values(context_len=16, n_heads=32)
-    assert v1["ceiling_80gb"] < v1["ceiling_141gb"]
-    assert v1["ceiling_141gb"] == ac.largest_context(int(141e9 / 2), 1, 1, torch.float32)
-    assert v32["ceiling_141gb"] < v1["ceiling_141gb"]
-
-
-# "Slide T up and watch the explicit path's memory climb along the steep dotted line while the
-# fused path's climbs more slowly"
-def test_explicit_memory_climbs_faster_than_fused():
-    v = values(context_len=TOP)
-    e, f = v["ladder_peak_eager"], v["ladder_peak_fused"]
-    assert e[-1] / e[0] > f[-1] / f[0] > 1
-
-
-# Check yourself: "Doubling the context ... quadruples [the score matrix]"; and the summary's
-# "send half the tokens, and the score work and the score memory fall to a quarter".
-@pytest.mark.parametrize("T", [16, 100, 724])
-def test_doubling_the_context_quadruples_the_scores(T):
-    assert ac.score_bytes(2 * T) == 4 * ac.score_bytes(T)
-    assert ac.score_flops(2 * T, 64) == 4 * ac.score_flops(T, 64)
-
-
-# Exercise 2's answer: width 2,048, full keys and values, a plain two-matrix MLP of 8,192: 24 d^2 per token outside the scores, break-even
-# at T = 6d = 12,288.
-def test_exercise_2_mlp_and_projections_against_the_scores():
-    d, d_ff, T = 2048, 8192, 4
-    mlp = [torch.nn.Linear(d, d_ff, bias=False, device="meta"),
-           torch.nn.Linear(d_ff, d, bias=False, device="meta")]
-    x = torch.empty(1, T, d, device="meta")
-    with FlopCounterMode(display=False) as counter:
-        mlp[1](mlp[0](x))
-    per_token = counter.get_total_flops() / T + ac.projection_flops(1, d // 16, 16)
-    assert per_token == 24 * d * d
-    assert ac.score_flops(6 * d, d // 16, 16) == 6 * d * per_token
-
-
-# Exercise 3's answer: 80 GB, half for the scores, 32 heads of 8,192 tokens in bfloat16:
-# one sequence fits, not two.
-def test_exercise_3_one_sequence_fits_not_two():
-    budget = int(80e9 / 2)
-    assert ac.largest_context(budget, 32, 1, torch.bfloat16) >= 8192
-    assert ac.largest_context(budget, 32, 2, torch.bfloat16) < 8192

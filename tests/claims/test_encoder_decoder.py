@@ -228,7 +228,8 @@ def test_teacher_forcing_needs_the_causal_mask():
     memory, _ = model.encode(src, m.encoder)
     tgt2 = tgt.clone()
     tgt2[:, 3] = (tgt[:, 3] % 10) + 1  # change token 3 only
-    logits = lambda ids, mask: model.lm_head(model.decode(ids, memory, mask, m.cross)[0])
+    def logits(ids, mask):
+        return model.lm_head(model.decode(ids, memory, mask, m.cross)[0])
     open_mask = torch.ones_like(m.decoder)
     assert not torch.allclose(logits(tgt, open_mask)[:, 2], logits(tgt2, open_mask)[:, 2])
     torch.testing.assert_close(logits(tgt, m.decoder)[:, :3], logits(tgt2, m.decoder)[:, :3], rtol=0, atol=0)

@@ -206,7 +206,8 @@ def test_about_12_d_squared_multiply_adds_per_position_per_layer():
     d = 64
     cfg = ModelConfig(vocab_size=10, d_model=d, n_layers=1, n_heads=4, n_kv_heads=4, d_ff=4 * d,
                       max_seq_len=8)
-    weights = lambda m: sum(p.numel() for n, p in m.named_parameters() if n.endswith("weight"))
+    def weights(m):
+        return sum(p.numel() for n, p in m.named_parameters() if n.endswith("weight"))
     assert weights(GroupedQueryAttention(cfg)) == 4 * d * d
     assert weights(MLP(cfg)) == 8 * d * d
 

@@ -261,7 +261,8 @@ def test_sdpa_wants_the_negated_blocked_mask():
     E = torch.tensor([cm.EMBEDDINGS[w] for w in ("the", "river", "bank")])
     blocked = torch.triu(torch.ones(3, 3, dtype=torch.bool), 1)
     good = masks.sdpa_weights(E[None, None], E[None, None], ~blocked)[0, 0]
-    assert torch.allclose(good, masks.weights_boolean(cm.scores_for(["the", "river", "bank"], torch.float32), ~blocked), atol=1e-6)
+    scores = cm.scores_for(["the", "river", "bank"], torch.float32)
+    assert torch.allclose(good, masks.weights_boolean(scores, ~blocked), atol=1e-6)
     bad = masks.sdpa_weights(E[None, None], E[None, None], blocked)[0, 0]
     assert bool((bad[:2][~blocked[:2]] == 0).all())  # rows with something to see: only future keys
 

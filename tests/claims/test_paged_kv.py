@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = (ROOT / "docs/chapters/paged-kv.md").read_text(encoding="utf-8")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _paged(items: tuple) -> dict:
     return pw.compute(pw.SPEC.resolve(dict(items)))["values"]
 

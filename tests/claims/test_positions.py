@@ -212,7 +212,7 @@ def test_minilms_learned_table_has_one_row_per_position_and_no_row_past_it():
     rows = info["position_table"][0]
     assert rows == model.config.max_position_embeddings
     assert info["position_table"][1] == model.config.hidden_size
-    with pytest.raises(Exception):  # one position past the table: no row to look up
+    with pytest.raises(RuntimeError):  # one position past the table: no row to look up
         model(input_ids=torch.ones(1, rows + 1, dtype=torch.long))
     # the book's decoder (RoPE) has no such table
     assert am.compute(am.SPEC.resolve(am.SPEC.defaults()))["values"]["model_info"].get("position_table") is None

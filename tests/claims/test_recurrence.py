@@ -15,13 +15,10 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from backend.reference import recurrence as r
-from backend.widgets import measure
 from backend.widgets import sequential_vs_parallel as w
 
-
-@pytest.fixture(autouse=True)
-def private_lock(tmp_path, monkeypatch):
-    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
+# a timing lock of each test's own (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("private_timing_lock")
 
 
 def values(**params):
@@ -112,7 +109,8 @@ def test_exercise_2_answer():
 
 
 # "Handed the loop's own states shifted by one step, h_0 = 0, h_1, ..., h_{T-1} as the rows of
-# H_prev, this returns the loop's outputs h_1, ..., h_T, up to float32 rounding" and "In an RNN those states are not known until the loop has computed them"
+# H_prev, this returns the loop's outputs h_1, ..., h_T, up to float32 rounding" and "In an RNN
+# those states are not known until the loop has computed them"
 def test_all_at_once_needs_the_states_only_the_loop_produces():
     g = torch.Generator().manual_seed(1)
     X, _, W_h, W_x, b = r.random_problem(100, 256, g)
@@ -327,7 +325,7 @@ def test_the_cost_row_of_the_table(d):
     p1, t1 = attention_flops(d // 2, d)
     p2, t2 = attention_flops(d, d)
     assert p2 == 2 * p1 and t2 == 4 * t1
-    rnn = [mm_calls_and_flops(lambda: r.one_after_another(*problem(T, d)))[1] for T in (8, 16)]
+    rnn = [mm_calls_and_flops(lambda T=T: r.one_after_another(*problem(T, d)))[1] for T in (8, 16)]
     assert rnn[1] == 2 * rnn[0] == 2 * 2 * 16 * d * d         # the RNN's 2 T d^2: doubles
 
 

@@ -10,45 +10,21 @@ and the ends of the range must differ by far more than that.
 from __future__ import annotations
 
 import math
-import os
-from functools import lru_cache
 
 import pytest
 import torch
 
-from backend.device import device
 from backend.reference import scaling
-from backend.widgets import REGISTRY
-
-MODULE = REGISTRY["attention_scaling"]
-# The page starts at seed 0. CLAIMS_SEED=n reruns every claim on another draw, to show that a
-# sentence is not an accident of one seed (checked for n = 1 to 4 when the chapter was written).
-SEED = int(os.environ.get("CLAIMS_SEED", "0"))
-D_KS = tuple(2 ** i for i in range(11))          # the head-size slider's stops, 1 .. 1024
-POSITIONS = tuple(2 ** i for i in range(1, 10))  # the positions slider's stops, 2 .. 512
-# a few settings off the power-of-two stops too (the number box reaches every integer)
-OFF_GRID = ((3, 5), (24, 100), (100, 8), (700, 300), (1000, 511), (64, 17))
-
-
-@lru_cache(maxsize=None)
-def run(d_k: int = 64, n_positions: int = 8) -> dict:
-    return MODULE.compute({"d_k": d_k, "n_positions": n_positions, "seed": SEED})
-
-
-def v(d_k: int = 64, n_positions: int = 8) -> dict:
-    return run(d_k, n_positions)["values"]
-
-
-def slack(a: dict, b: dict, key: str) -> float:
-    """3 standard errors of the difference of two sample proportions."""
-    def var(x):
-        p = min(max(x[key], 1 / x["n_queries"]), 1 - 1 / x["n_queries"])
-        return p * (1 - p) / x["n_queries"]
-    return 3 * math.sqrt(var(a) + var(b))
-
-
-GRID = [(d, t) for d in D_KS for t in POSITIONS] + list(OFF_GRID)
-
+from tests.support.scaling_page import (
+    D_KS,
+    GRID,
+    MODULE,
+    POSITIONS,
+    SEED,
+    slack,
+    v,
+    widget_rows,
+)
 
 # --- Intuition -----------------------------------------------------------------------------
 
@@ -142,22 +118,11 @@ def test_default_setting_sentences():
     assert x["starved_scaled"] < 0.01
 
 
-def _rows(d_k, n_positions, scaled):
-    """The widget's own draw, row by row (same generator order as compute)."""
-    g = scaling.make_generator(SEED, device())
-    scaling.dot_product_variance(d_k, MODULE.n_pairs_for(d_k), g, device())
-    s, q = MODULE.queries_for(d_k, n_positions)
-    scores = scaling.random_scores(d_k, n_positions, s, q, g, device())
-    if scaled:
-        scores = scores / math.sqrt(d_k)
-    return torch.softmax(scores.double(), -1).reshape(-1, n_positions).cpu()
-
-
 def test_the_frobenius_bound_on_saturated_rows():
     """"|J|_F is at most about 2 (1 - p_max)": exactly, <= e sqrt(4 + e^2) with e = 1 - p_max;
     checked on the widget's rows and on adversarial rows (the rest of the mass on one key, or
     spread evenly)."""
-    rows = [_rows(d, t, False) for d, t in ((64, 8), (1024, 2), (512, 512), (16, 64))]
+    rows = [widget_rows(d, t, False) for d, t in ((64, 8), (1024, 2), (512, 512), (16, 64))]
     for p in rows:
         e = p.sort(-1, descending=True).values[:, 1:].sum(-1)  # 1 - p_max, without cancelling
         assert (scaling.score_gradient(p) <= e * torch.sqrt(4 + e ** 2) * (1 + 1e-9)).all()
@@ -175,7 +140,7 @@ def test_collapsed_rows_get_almost_no_gradient_and_the_others_still_get_some(d_k
     """Intro: "a collapsed row passes little gradient back to its scores"; note: "the collapsed
     rows get little gradient (never more than half of what an even row gets, and at up to 64
     positions nearly always under a tenth), the others still get some"."""
-    p = _rows(d_k, n_positions, False)
+    p = widget_rows(d_k, n_positions, False)
     rel = scaling.score_gradient(p) / scaling.even_row_gradient(n_positions)
     collapsed = p.max(-1).values >= 0.99
     if collapsed.any():
@@ -189,7 +154,7 @@ def test_collapsed_rows_get_almost_no_gradient_and_the_others_still_get_some(d_k
 def test_a_single_extreme_draw_like_the_handouts_is_ordinary():
     """Note: "a row with a largest weight above 0.99 and an entropy near 0.01 nats is an
     ordinary outcome at d_k = 64" (handout 000 printed 0.9980 and 0.014)."""
-    p = _rows(64, 8, False)
+    p = widget_rows(64, 8, False)
     entropy = -torch.special.xlogy(p, p).sum(-1)
     assert ((p.max(-1).values >= 0.998) & (entropy <= 0.02)).double().mean() > 0.15
 
@@ -205,7 +170,7 @@ def test_large_t_unscaled_fewer_rows_starve_but_rows_stay_peaked():
         assert v(64, b)["starved_unscaled"] <= v(64, a)["starved_unscaled"] + slack(
             v(64, a), v(64, b), "starved_unscaled")
     assert v(64, 512)["starved_unscaled"] < v(64, 2)["starved_unscaled"] / 5
-    p = _rows(64, 512, False)
+    p = widget_rows(64, 512, False)
     rel = scaling.score_gradient(p) / scaling.even_row_gradient(512)
     assert rel[rel >= scaling.STARVED].median() > 1 and v(64, 512)["grad_unscaled"] > 1
     for t in list(POSITIONS) + [3, 17, 100, 300, 511]:
@@ -264,198 +229,6 @@ def test_head_512_and_head_1024_sentences():
 
 
 def test_check_yourself_over_512_positions_unscaled_rows_often_beat_an_even_row():
-    p = _rows(64, 512, False)
+    p = widget_rows(64, 512, False)
     rel = scaling.score_gradient(p) / scaling.even_row_gradient(512)
     assert (rel > 1).double().mean() > 0.5
-
-
-# --- Push on it: what the figure shows as the sliders move ---------------------------------
-
-def _trace(fig, name):
-    return next(t for t in fig["data"] if t.get("name") == name)
-
-
-def test_curves_do_not_move_with_the_head_size_and_the_rings_do():
-    """"The two variance curves ... do not move; what moves is the pair of orange rings, the
-    measurement at your head size, which sits near the dashed line Var = d_k on the red side
-    and near 1 on the blue side" (4.5 standard errors)."""
-    curves = None
-    for d_k in list(D_KS) + [3, 100, 700, 1000]:
-        fig = run(d_k, 8)["figure"]
-        now = [_trace(fig, n)["y"] for n in ("Var(q·k)", "Var(q·k/√d_k)", "d_k (theory)")]
-        curves = curves or now
-        assert now == curves
-        ring = next(t for t in fig["data"] if t["mode"] == "markers" and t["showlegend"] is False)
-        assert ring["x"] == [d_k, d_k]
-        x = v(d_k, 8)
-        assert ring["y"] == [x["var_unscaled"], x["var_scaled"]]
-        assert abs(x["var_unscaled"] - d_k) < 4.5 * x["var_standard_error"]
-        assert abs(x["var_scaled"] - 1) < 4.5 * x["var_standard_error"] / d_k
-
-
-def test_rank_one_holds_most_unscaled_weight_from_head_32_up():
-    """"From head size 32 up, unscaled, more than half of the weight sits in rank 1 at every
-    number of positions"."""
-    for d_k in [d for d in D_KS if d >= 32] + [33, 700]:
-        for t in list(POSITIONS) + [511]:
-            assert v(d_k, t)["max_prob_unscaled"] > 0.5
-    assert v(16, 512)["max_prob_unscaled"] < 0.5  # and "from 32" is where it starts
-
-
-@pytest.mark.parametrize("d_k", list(D_KS) + [100])
-def test_scaled_weight_lies_mostly_past_rank_16_from_128_positions(d_k):
-    """"scaled, the weight spreads out, and from 128 positions on most of it lies beyond the
-    sixteen largest keys" (the last bar of the figure)."""
-    for t in (128, 200, 256, 512):
-        fig = run(d_k, t)["figure"]
-        assert _trace(fig, "softmax(q·k/√d_k)")["y"][-1] > 0.5
-
-
-# --- One step further back: the query and W_Q ----------------------------------------------
-
-def _query_ratios(d_k, n_positions):
-    """Per row: |dL/dq| unscaled / scaled, on the widget's own draw."""
-    g = scaling.make_generator(SEED, device())
-    scaling.dot_product_variance(d_k, MODULE.n_pairs_for(d_k), g, device())
-    s, q = MODULE.queries_for(d_k, n_positions)
-    q, k = scaling.random_queries_and_keys(d_k, n_positions, s, q, g, device())
-    sub = slice(0, -(-MODULE.QUERY_ROWS // s))  # the rows the widget measures at the query
-    scores, keys = (q @ k.transpose(-2, -1)).double()[:, sub], k.double()
-    c = 1 / math.sqrt(d_k)
-    return (scaling.query_gradient(torch.softmax(scores, -1), keys, 1.0)
-            / scaling.query_gradient(torch.softmax(scores * c, -1), keys, c)).flatten().cpu()
-
-
-def test_at_the_default_the_typical_unscaled_row_sends_as_much_to_the_query_but_split():
-    """"the typical unscaled row sends as much gradient to W_Q as the scaled one, or more. The
-    median hides a split: X of the unscaled rows (the collapsed ones) send less than a tenth
-    ..., while most of the rest send more"; "at its scores the typical row gets less than a
-    quarter"."""
-    x = v()
-    assert x["grad_q_ratio"] >= 1 and x["grad_unscaled"] < 0.25
-    assert x["query_starved"] > 0.2
-    r = _query_ratios(64, 8)
-    assert r.median().item() == pytest.approx(x["grad_q_ratio"])
-    s, q = MODULE.queries_for(64, 8)
-    p = _rows(64, 8, False).reshape(s, q, 8)[:, :-(-MODULE.QUERY_ROWS // s)].reshape(-1, 8)
-    collapsed = p.max(-1).values >= 0.99
-    assert (r[collapsed] < scaling.STARVED).double().mean() > 0.5   # the starved ones: collapsed
-    assert (r[r < scaling.STARVED].shape[0] and
-            collapsed[r < scaling.STARVED].double().mean() > 0.8)
-    rest = r[r >= scaling.STARVED]
-    assert (rest > 1).double().mean() > 0.5
-
-
-def test_more_positions_raise_the_query_ratio_at_head_64():
-    ratios = [v(64, t)["grad_q_ratio"] for t in POSITIONS]
-    assert ratios == sorted(ratios)
-
-
-def test_a_bigger_head_lowers_the_query_ratio_over_8_positions():
-    """"over 8 positions it is at least 1 up to d_k = 64, and from d_k = 128 it is below one
-    half and falls with every doubling"; Summary: "from d_k = 128 (over 8 positions) the
-    typical row sends less too"."""
-    for d in D_KS:
-        if d <= 64:
-            assert v(d, 8)["grad_q_ratio"] >= 1 - 1e-12
-    big = [v(d, 8)["grad_q_ratio"] for d in D_KS if d >= 128]
-    assert max(big) < 0.5 and big == sorted(big, reverse=True)
-
-
-def test_over_512_positions_the_query_ratio_stays_above_one_up_to_512():
-    """"Over 512 positions the median is above 1 at every head size from 2 to 512" (at d_k = 1
-    the two versions are the same scores: exactly 1)."""
-    assert v(1, 512)["grad_q_ratio"] == pytest.approx(1, abs=1e-9)
-    for d in D_KS:
-        if 2 <= d <= 512:
-            assert v(d, 512)["grad_q_ratio"] > 1
-    for t in POSITIONS:
-        assert v(64, t)["n_query_rows"] == v(64, t)["n_queries"]
-
-
-def test_summary_head_64_from_8_positions_the_unscaled_query_gets_as_much():
-    """Summary: "at head size 64, over 8 positions or more, the typical unscaled row sends W_Q as
-    much gradient as the scaled one, or more"."""
-    for t in POSITIONS:
-        if t >= 8:
-            assert v(64, t)["grad_q_ratio"] >= 1
-
-
-@pytest.mark.parametrize("n_positions", POSITIONS)
-def test_the_bigger_the_head_the_more_rows_send_the_query_almost_nothing(n_positions):
-    """"at every number of positions, the bigger the head, the larger that share"."""
-    key = "query_starved"
-    for a, b in zip(D_KS, D_KS[1:]):
-        assert v(b, n_positions)[key] >= v(a, n_positions)[key] - slack(
-            v(a, n_positions), v(b, n_positions), key)
-    assert v(1024, n_positions)[key] > v(16, n_positions)[key] + 0.3
-
-
-def test_at_512_positions_a_share_is_known_to_a_few_points():
-    """"at 512 positions a share is known to a few percentage points": the binomial standard
-    error of a share near one half is between 1 and 5 points, and the column has the fewest."""
-    n = v(64, 512)["n_queries"]
-    assert 0.01 < math.sqrt(0.25 / n) < 0.05
-    assert n == min(v(64, t)["n_queries"] for t in POSITIONS)
-
-
-# --- How strong is it at initialisation? -----------------------------------------------------
-
-def _init_draw(var: float, d_k: int, n_positions: int = 8, n_sets: int = 32, per_set: int = 128):
-    """Softmax rows of unscaled scores for queries and keys with entries of variance `var`."""
-    g = scaling.make_generator(1234 + SEED, "cpu")
-    sd = math.sqrt(var)
-    q = sd * torch.randn(n_sets, per_set, d_k, generator=g, dtype=torch.float64)
-    k = sd * torch.randn(n_sets, n_positions, d_k, generator=g, dtype=torch.float64)
-    scores = q @ k.transpose(-2, -1)
-    return scores, torch.softmax(scores, -1)
-
-
-def test_pytorch_default_and_gpt2_initialisations_give_queries_of_variance_about_a_third():
-    """"PyTorch's default nn.Linear draws smaller weights: ... queries of variance 0.33, and
-    GPT-2's weights of standard deviation 0.02 at width 768 give 0.31"; "scores of variance 7.1,
-    about what a unit-variance head of size 7 has"."""
-    x = v()
-    assert abs(x["linear_init_var"] - 1 / 3) < 0.01   # kaiming_uniform(a=sqrt 5): 1/(3 fan_in)
-    assert x["gpt2_init_var"] == pytest.approx(768 * 0.02 ** 2)
-    assert x["linear_init_var"] < 1 and x["gpt2_init_var"] < 1          # "smaller"
-    assert x["linear_init_score_var"] == pytest.approx(64 * x["linear_init_var"] ** 2)
-    assert f"{x['linear_init_score_var']:.0f}" == "7"
-
-
-def test_at_pytorchs_default_the_collapse_is_milder():
-    """"Measured directly on such a head, only about 1% of rows are saturated and 3% starved.
-    So the collapse at the very start is milder than the table above." (It once quoted the
-    unit-variance head of size 7, 2% and 5%: a stand-in a fresh reader measured as 2x too high.)
-    The widget's figures against the test's own draw of the same statistic (another seed)."""
-    x64 = v(64)
-    assert x64["init_saturated"] < x64["saturated_unscaled"] / 5
-    assert x64["init_starved"] < x64["starved_unscaled"] / 5
-    _, p = _init_draw(x64["linear_init_var"], 64)
-    stats = scaling.weight_stats(p)
-    # two draws of 4,096 rows: a share near 2% has a standard error near 0.2 points
-    assert abs(stats.saturated - x64["init_saturated"]) < 0.01
-    assert abs(stats.starved - x64["init_starved"]) < 0.015
-
-
-def test_at_any_scale_of_the_weights_a_wider_head_collapses_more_rows():
-    """"the score variance is d_k sigma^4, in proportion to d_k whatever sigma is, so at any
-    scale of the weights a wider head collapses more rows"."""
-    for var in (v()["linear_init_var"], v()["gpt2_init_var"], 1.0):
-        s64, p64 = _init_draw(var, 64)
-        s256, p256 = _init_draw(var, 256)
-        assert s64.var().item() == pytest.approx(64 * var ** 2, rel=0.1)
-        assert s256.var().item() == pytest.approx(256 * var ** 2, rel=0.1)
-        assert scaling.weight_stats(p256).saturated > scaling.weight_stats(p64).saturated + 0.05
-
-
-# --- The W_Q table and its sentence ----------------------------------------------------------
-
-def test_query_table_the_share_of_rows_sending_almost_nothing_grows_across_its_columns():
-    """The table's columns (16, 64, 128, 512 over 8 positions) and "a random share of rows sends
-    almost none, a share that grows with the head size until, from 128, the typical row sends
-    less too"."""
-    cols = [v(d, 8) for d in (16, 64, 128, 512)]
-    shares = [c["query_starved"] for c in cols]
-    assert shares == sorted(shares) and shares[0] < 0.1 < shares[1]
-    assert [c["grad_q_ratio"] >= 1 for c in cols] == [True, True, False, False]

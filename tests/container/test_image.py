@@ -23,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.error
@@ -32,6 +31,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.support.server import free_port
 
 pytestmark = pytest.mark.container
 
@@ -81,12 +82,6 @@ def _part_widgets() -> dict[str, str]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _request(base, method, path, body=None):
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(base + path, data=data, method=method,
@@ -134,7 +129,7 @@ def container(image, report, tmp_path_factory):
     conf = tmp_path_factory.mktemp("podman") / "containers.conf"
     conf.write_text("[containers]\ndefault_ulimits = []\n")  # sandboxes refuse to raise ulimits
     pm = [*SUDO, "env", f"CONTAINERS_CONF={conf}", "podman"]
-    port = _free_port()
+    port = free_port()
     start = time.perf_counter()
     run = subprocess.run([*pm, "run", "--runtime", "runc", "-d", "-p", f"127.0.0.1:{port}:8000",
                           image], capture_output=True, text=True, timeout=120)

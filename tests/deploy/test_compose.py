@@ -23,7 +23,6 @@ import os
 import random
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -34,6 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.support.server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -60,16 +61,10 @@ if (_reason := _why_not()) is not None:
     pytest.skip(_reason, allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Stack:
     def __init__(self, tmp: Path):
         self.project = f"booktest{os.getpid()}"
-        self.port = _free_port()
+        self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         conf = tmp / "containers.conf"
         # No default ulimits (sandboxes refuse to raise them); runc, as tests/container/build.sh.

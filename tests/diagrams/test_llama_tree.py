@@ -32,7 +32,7 @@ def test_every_label_is_transformers_own_module(preset):
     model = _hf_model(preset)
     modules = dict(model.named_modules())
     cfg = get_preset(preset)
-    for depth, attr, what, _ in llama_tree.rows(cfg)[1:]:
+    for _depth, attr, what, _ in llama_tree.rows(cfg)[1:]:
         path = {"model": "model", "lm_head": "lm_head", "embed_tokens": "model.embed_tokens",
                 "layers": "model.layers", "norm": "model.norm", "rotary_emb": "model.rotary_emb"}.get(attr)
         if path is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backend.diagrams import paged_blocks
-from backend.reference.paged import PagedKV, cdiv
+from backend.reference.paged import cdiv
 
 
 def _blocks(c):

@@ -59,7 +59,7 @@ def test_the_labels_are_the_reference_models_attention_shapes():
     assert w.shape == (1, 2, prompt, prompt)
     kept = int((w[0, 0] > 0).sum())
     shapes = []
-    for r in range(1, steps + 1):
+    for _r in range(1, steps + 1):
         nxt = out.logits[:, -1:].argmax(-1)
         out = model(nxt, cache=cache, output_attentions=True)
         shapes.append(tuple(out.attentions[0].shape))

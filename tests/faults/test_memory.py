@@ -8,19 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
-from load import serve  # noqa: E402
+from tests.support.api import http_post
+from tests.support.server import serve
 
 MiB = 2**20
 WORKERS = 2
@@ -68,16 +63,6 @@ def largest(spec) -> list[dict]:
         except ParamError:
             pass  # a combination the spec itself refuses (its 400 is tested elsewhere)
     return out
-
-
-def post(base: str, widget: str, body: dict) -> tuple[int, dict]:
-    req = urllib.request.Request(f"{base}/api/widgets/{widget}", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=600) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
 
 
 def shrink(spec, params: dict, body: dict) -> dict | None:
@@ -141,7 +126,7 @@ def test_largest_params_of_every_widget_at_once_stay_under_the_memory_bound(tmp_
         while pending and rounds < 12:  # a 400 from a compute-time budget: halve what it names
             rounds += 1
             with ThreadPoolExecutor(max_workers=16) as pool:
-                answers = list(pool.map(lambda j: post(server.base, *j), pending))
+                answers = list(pool.map(lambda j: http_post(server.base, *j, timeout=600), pending))
             retry = []
             for (name, params), (status, body) in zip(pending, answers):
                 results[(name, json.dumps(params, sort_keys=True))] = (status, body)

@@ -5,19 +5,14 @@ In process (Flask client): the book's own weights corrupted on disk. In a real g
 
 from __future__ import annotations
 
-import json
 import shutil
-import sys
 import time
-import urllib.error
-import urllib.request
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+from tests.support.api import http_post
+from tests.support.server import serve
 
 # Each widget that runs the book's model, with settings no other test caches.
 BOOK_MODEL_REQUESTS = {
@@ -30,8 +25,7 @@ BOOK_MODEL_REQUESTS = {
 def corrupted_book_model(tmp_path, monkeypatch):
     """The book's weights folder with its safetensors file cut short, loaded in place of the
     shipped one (the loader's cache is swapped for a fresh one, restored afterwards)."""
-    from backend.bookmodel import WEIGHTS_DIR
-    from backend.bookmodel import load
+    from backend.bookmodel import WEIGHTS_DIR, load
 
     broken = tmp_path / "weights"
     shutil.copytree(WEIGHTS_DIR, broken)
@@ -55,19 +49,7 @@ def test_corrupted_book_model_is_a_clear_503(client, corrupted_book_model, widge
     assert client.post("/api/widgets/attention_scaling", json={"d_k": 5}).status_code == 200
 
 
-def _post(base: str, widget: str, body: dict, timeout: float = 30):
-    req = urllib.request.Request(f"{base}/api/widgets/{widget}", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read())
-
-
 def test_broken_hf_checkpoint_is_a_clear_400_in_gunicorn(tmp_path):
-    from load import serve
-
     broken = tmp_path / "checkpoint"
     broken.mkdir()
     (broken / "config.json").write_text('{"model_type": "bert", "hidden_size": ')  # cut short
@@ -76,10 +58,10 @@ def test_broken_hf_checkpoint_is_a_clear_400_in_gunicorn(tmp_path):
                log=tmp_path / "gunicorn.log") as server:
         for _ in range(2):  # the second try fails as fast: nothing half-loaded is kept
             t0 = time.monotonic()
-            status, body = _post(server.base, "attention_map",
-                                 {"text": "a broken checkpoint", "model": "local"})
+            status, body = http_post(server.base, "attention_map",
+                                     {"text": "a broken checkpoint", "model": "local"}, timeout=30)
             assert time.monotonic() - t0 < 20
             assert status == 400 and body.get("param") == "model", body
             assert "BOOK_HF_CHECKPOINT" in body["error"] and "Traceback" not in body["error"]
-        status, _ = _post(server.base, "attention_scaling", {"d_k": 7})
+        status, _ = http_post(server.base, "attention_scaling", {"d_k": 7}, timeout=30)
         assert status == 200  # the worker is not hung

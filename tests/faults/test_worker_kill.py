@@ -14,7 +14,9 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
-from load import Plan, plan_moves, run_level, serve  # noqa: E402
+from load import Plan, plan_moves, run_level  # noqa: E402
+
+from tests.support.server import serve  # noqa: E402
 
 # The limiter is not under test here: a 429 would be counted as a lost request.
 NO_LIMIT = {"BOOK_RATE_LIMIT": "off"}

@@ -2,8 +2,8 @@ import torch
 
 from backend.reference.block import DecoderBlock, block_parameter_split
 from backend.reference.config import ModelConfig
-from backend.reference.rope import rope_cos_sin
 from backend.reference.residual import Stack, gradient_by_layer
+from backend.reference.rope import rope_cos_sin
 
 
 def test_block_split_by_hand():

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from backend.reference.config import ModelConfig
@@ -13,7 +15,7 @@ def test_defaults_and_properties():
 
 def test_frozen():
     c = ModelConfig(**BASE)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         c.d_model = 8
     assert c.replace(n_kv_heads=2).n_kv_heads == 2
 

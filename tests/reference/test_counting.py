@@ -51,10 +51,11 @@ def test_meta_forward_gives_shapes_without_memory():
 def test_count_by_matrix_matches_transformers_on_meta(preset):
     """An independent count: transformers' own LlamaForCausalLM built on the meta device from a
     LlamaConfig, its parameters summed by module name, part by part (a tied head counted once)."""
+    from transformers import LlamaForCausalLM
+
     from backend.reference.counting import count_by_matrix
     from backend.reference.llama_compare import hf_config
     from backend.reference.presets import get_preset
-    from transformers import LlamaForCausalLM
 
     cfg = get_preset(preset)
     with torch.device("meta"):

@@ -5,7 +5,12 @@ import torch
 from torch import nn
 
 from backend.reference.config import ModelConfig
-from backend.reference.encoder_decoder import DecoderLayer, EncoderDecoder, EncoderLayer, seq2seq_masks
+from backend.reference.encoder_decoder import (
+    DecoderLayer,
+    EncoderDecoder,
+    EncoderLayer,
+    seq2seq_masks,
+)
 from backend.reference.masks import causal_mask, padding_mask
 
 CFG = ModelConfig(vocab_size=29, d_model=32, n_layers=2, n_heads=4, d_ff=64, max_seq_len=32)
@@ -175,6 +180,7 @@ def test_base_model_forward_check_parameter_count_by_hand():
 def test_forward_check_on_a_real_device_matches_meta():
     """The meta shapes are the shapes of a real forward pass (a small batch to keep it quick)."""
     from torch import nn as tnn
+
     from backend.reference.encoder_decoder import trace_shapes
 
     cfg = ModelConfig(vocab_size=26, d_model=64, n_layers=2, n_heads=8, d_ff=128, max_seq_len=128)

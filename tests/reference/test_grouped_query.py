@@ -21,7 +21,8 @@ def test_repeat_kv_noop_and_the_saving_is_in_the_cache():
     ids = torch.randint(0, 10, (2, 6))
     sizes = {}
     for n_kv in (8, 2):
-        model = DecoderLM(ModelConfig(vocab_size=10, d_model=64, n_layers=2, n_heads=8, n_kv_heads=n_kv, d_ff=16)).eval()
+        config = ModelConfig(vocab_size=10, d_model=64, n_layers=2, n_heads=8, n_kv_heads=n_kv, d_ff=16)
+        model = DecoderLM(config).eval()
         with torch.no_grad():
             out = model(ids, cache=model.new_cache())
         assert out.cache.keys[0].shape == (2, n_kv, 6, 8)

@@ -6,8 +6,14 @@ import torch.nn.functional as F
 
 from backend.reference.config import ModelConfig
 from backend.reference.kv_cache import kv_cache_bytes
-from backend.reference.kv_sharing import (kv_bytes_per_token, mean_pool_kv, relative_error,
-                                          run_layer, seeded_attention, word_vectors)
+from backend.reference.kv_sharing import (
+    kv_bytes_per_token,
+    mean_pool_kv,
+    relative_error,
+    run_layer,
+    seeded_attention,
+    word_vectors,
+)
 from backend.reference.rope import apply_rope, rope_cos_sin
 
 CFG = ModelConfig(vocab_size=1, d_model=64, n_layers=1, n_heads=8, d_ff=1)

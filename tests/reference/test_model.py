@@ -123,7 +123,8 @@ def test_positions_from_mask_is_what_hf_generate_computes():
     _, mask = left_padded([5, 3, 1], 5)
     assert positions_from_mask(mask, 5).tolist() == [[0, 1, 2, 3, 4], [0, 0, 0, 1, 2], [0, 0, 0, 0, 0]]
     theirs = LlamaForCausalLM(hf_config(CONFIGS["mha"]))
-    expected = theirs._prepare_position_ids_for_generation(torch.zeros(3, 5, dtype=torch.long), {"attention_mask": mask})
+    expected = theirs._prepare_position_ids_for_generation(torch.zeros(3, 5, dtype=torch.long),
+                                                           {"attention_mask": mask})
     assert torch.equal(positions_from_mask(mask, 5), expected)
     assert positions_from_mask(torch.ones(1, 9, dtype=torch.long), 2).tolist() == [[7, 8]]  # decode steps
 

@@ -26,8 +26,14 @@ import random
 
 import pytest
 
-from backend.reference.paged import (BlockPool, ContiguousKV, OutOfBlocks, PagedKV, cdiv,
-                                     full_block_hashes)
+from backend.reference.paged import (
+    BlockPool,
+    ContiguousKV,
+    OutOfBlocks,
+    PagedKV,
+    cdiv,
+    full_block_hashes,
+)
 from backend.reference.paged_replay import replay
 
 

@@ -85,7 +85,8 @@ def test_a_real_mismatch_exits_1(capsys, monkeypatch):
     "argv, message",
     [
         (["--layers", "1", "--d-model", "30", "--heads", "4", "--d-ff", "8", "--vocab", "9"], "divisible by n_heads"),
-        (["--layers", "1", "--d-model", "32", "--heads", "4", "--kv-heads", "3", "--d-ff", "8", "--vocab", "9"], "multiple"),
+        (["--layers", "1", "--d-model", "32", "--heads", "4", "--kv-heads", "3", "--d-ff", "8",
+          "--vocab", "9"], "multiple"),
         (["--layers", "0", "--d-model", "32", "--heads", "4", "--d-ff", "8", "--vocab", "9"], "n_layers"),
         (["--d-model", "32", "--heads", "4", "--d-ff", "8", "--vocab", "9"], "missing --layers"),
         (TINY[:-1] + ["1"], "seq-len"),

@@ -5,7 +5,6 @@ from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
 from backend.reference.rope import apply_rope, rope_cos_sin, rotate, rotate_half
 
-
 # The cos/sin tables are computed in float32 (as in Hugging Face), so "exactly" means to ~1e-6.
 
 
@@ -13,7 +12,8 @@ def test_dot_product_depends_only_on_offset():
     q, k = torch.randn(16, dtype=torch.float64), torch.randn(16, dtype=torch.float64)
     for offset in (0, 2, 7):
         dots = [rotate(q, m + offset) @ rotate(k, m) for m in (0, 3, 50, 1000)]
-        torch.testing.assert_close(torch.stack(dots), dots[0].expand(4), atol=1e-5, rtol=1e-5)  # fp32 angles drift ~1e-7 * pos
+        # fp32 angles drift ~1e-7 * pos
+        torch.testing.assert_close(torch.stack(dots), dots[0].expand(4), atol=1e-5, rtol=1e-5)
 
 
 def test_rotation_preserves_norm():

@@ -19,7 +19,8 @@ def test_shift_by_k_is_one_rotation_per_pair():
     k = 5
     for i in range(4):
         w = 1 / 10000 ** (2 * i / 8)
-        rot = torch.tensor([[math.cos(k * w), math.sin(k * w)], [-math.sin(k * w), math.cos(k * w)]], dtype=torch.float64)
+        rot = torch.tensor([[math.cos(k * w), math.sin(k * w)], [-math.sin(k * w), math.cos(k * w)]],
+                           dtype=torch.float64)
         # (sin, cos)(pos + k) = R_k (sin, cos)(pos), the same R_k for every pos
         torch.testing.assert_close(pe[k:, 2 * i : 2 * i + 2], pe[:-k, 2 * i : 2 * i + 2] @ rot.T, atol=1e-6, rtol=0)
 

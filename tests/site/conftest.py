@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.browser import DESKTOP, PHONE, new_page
+from tests.support.server import serve
+
 # The browser tests share their page helpers (widget_page.py); pytest runs with
 # --import-mode=importlib, which puts no test folder on sys.path by itself.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -24,56 +21,17 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-quic"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def gunicorn(site_dir: Path, workers: int = 2, env: dict | None = None,
-             config: str = "backend/gunicorn_conf.py", start_s: float = 60):
-    """`gunicorn -c backend/gunicorn_conf.py`, exactly as `make serve` runs it; yields its URL
-    as soon as /api/health answers. `env`: variables set (or, with None, removed) for this
-    server only; `config`: another gunicorn config file (relative to the repository root);
-    `start_s`: how long it may take to answer (workers warm the widgets in the background)."""
-    port = _free_port()
-    env = {k: v for k, v in {**os.environ, "PORT": str(port), "BOOK_SITE_DIR": str(site_dir),
-                             "WEB_CONCURRENCY": str(workers), **(env or {})}.items()
-           if v is not None}
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", config],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + start_s
-    try:
-        while True:
-            try:
-                urllib.request.urlopen(base + "/api/health", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    proc.kill()
-                    pytest.fail("gunicorn did not start:\n" + proc.stdout.read().decode()[-3000:])
-                time.sleep(0.2)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 @pytest.fixture(scope="session")
 def start_gunicorn():
-    """For tests that need fresh server processes of their own."""
-    return gunicorn
+    """For tests that need fresh server processes of their own: `with start_gunicorn(site_dir,
+    workers=..., env=..., config=...) as srv:` (tests.support.server.serve; `srv.base`)."""
+    return serve
 
 
 @pytest.fixture(scope="session")
 def server(built_site):
-    with gunicorn(built_site) as base:
-        yield base
+    with serve(built_site, workers=2) as srv:
+        yield srv.base
 
 
 @pytest.fixture(scope="session")
@@ -110,36 +68,21 @@ class _TestBrowser:
 @pytest.fixture()
 def strict_page(browser):
     """A desktop page that enforces the Content-Security-Policy (no bypass)."""
-    context = browser.new_context(viewport={"width": 1200, "height": 900}, bypass_csp=False)
-    pg = context.new_page()
-    pg.console_errors = []
-    pg.on("console", lambda m: m.type == "error" and pg.console_errors.append(m.text))
-    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
-    yield pg
-    context.close()
+    with new_page(browser, **DESKTOP, bypass_csp=False) as pg:
+        yield pg
 
 
 @pytest.fixture()
 def page(browser):
-    context = browser.new_context(viewport={"width": 1200, "height": 900})
-    pg = context.new_page()
-    pg.console_errors = []
-    pg.on("console", lambda m: m.type == "error" and pg.console_errors.append(m.text))
-    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
-    yield pg
-    context.close()
+    with new_page(browser, **DESKTOP) as pg:
+        yield pg
 
 
 @pytest.fixture()
 def phone(browser):
-    """A page in a 390 px phone viewport (touch, mobile), closed after the test."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True)
-    pg = context.new_page()
-    pg.console_errors = []
-    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
-    yield pg
-    context.close()
+    """A page in a 390 px phone viewport (touch, mobile, a 2x screen), closed after the test."""
+    with new_page(browser, **PHONE) as pg:
+        yield pg
 
 
 @pytest.fixture()

@@ -71,9 +71,8 @@ def _assert_readable(page):
     assert g["axisTitleHits"] == 0, g  # the axis titles clear the tick labels
 
 
-def test_maps_are_readable_on_a_phone_and_at_the_token_limit(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2)
-    page = context.new_page()
+def test_maps_are_readable_on_a_phone_and_at_the_token_limit(phone, server):
+    page = phone
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGETS} .tw-plot .main-svg", timeout=20_000)
     _assert_readable(page)
@@ -92,4 +91,3 @@ def test_maps_are_readable_on_a_phone_and_at_the_token_limit(browser, server):
     }""", LONG)
     assert page.evaluate("window.__n") >= 40
     _assert_readable(page)
-    context.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 from widget_page import move_slider, value_text
 
@@ -105,15 +104,12 @@ def test_instant_navigation_mounts_widgets_and_keeps_notebook_figures(page, serv
     assert page.console_errors == []
 
 
-def test_phone_width_has_no_horizontal_scroll(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2)
-    page = context.new_page()
+def test_phone_width_has_no_horizontal_scroll(phone, server):
+    page = phone
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     widget_width = page.evaluate(f"document.querySelector('{WIDGET}').getBoundingClientRect().width")
-    context.close()
     assert overflow <= 0 and widget_width <= 390
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from widget_page import value_text
 
+from tests.support.browser import PHONE, new_page
+
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/cost/"
@@ -95,10 +97,7 @@ def test_with_the_api_blocked_the_baked_measurement_is_drawn(page, server):
 
 
 def test_on_a_phone_the_panels_stack_and_fit(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
+    with new_page(browser, **PHONE) as page:
         page.goto(server + CHAPTER + "?attention_cost.context_len=256")
         page.wait_for_function(f"""() => {{
             const w = document.querySelector('{WIDGET}');
@@ -109,5 +108,3 @@ def test_on_a_phone_the_panels_stack_and_fit(browser, server):
         domain = page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot')
             .layout.xaxis2.domain""")
         assert overflow <= 0 and domain == [0, 1]
-    finally:
-        context.close()

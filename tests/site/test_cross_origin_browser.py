@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,17 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.server import free_port
+
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 WIDGET = '[data-widget="attention_scaling"]'
 CHAPTER = "/chapters/scaling/"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _small_build(out: Path, api_url: str) -> Path:
@@ -93,13 +88,14 @@ class StaticServer:
 @pytest.fixture(scope="module")
 def apart(tmp_path_factory, start_gunicorn):
     """(site URL allowed by CORS, the same site on an origin not allowed, API base URL)."""
-    site_port, other_port = _free_port(), _free_port()
+    site_port, other_port = free_port(), free_port()
     allowed = f"http://127.0.0.1:{site_port}"
     old = os.environ.get("BOOK_CORS_ORIGINS")
     os.environ["BOOK_CORS_ORIGINS"] = allowed
     try:
         # the API serves no site at all: an empty folder
-        with start_gunicorn(tmp_path_factory.mktemp("no-site"), workers=1) as api:
+        with start_gunicorn(tmp_path_factory.mktemp("no-site"), workers=1) as api_server:
+            api = api_server.base
             os.environ.pop("BOOK_CORS_ORIGINS")
             site = _small_build(tmp_path_factory.mktemp("apart"), api + "/api")
             first, second = StaticServer(site, site_port), StaticServer(site, other_port)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.browser import PHONE, new_page
+
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/encoder-decoder/"
@@ -46,9 +48,7 @@ def test_enc_dec_masks_draws_and_moves(page, server):
 
 
 def test_enc_dec_masks_stacks_on_a_phone(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
-    page = context.new_page()
-    try:
+    with new_page(browser, **PHONE) as page:
         page.goto(server + CHAPTER)
         page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
         width = page.evaluate(f"document.querySelector('{WIDGET}').getBoundingClientRect().width")
@@ -65,5 +65,3 @@ def test_enc_dec_masks_stacks_on_a_phone(browser, server):
                 .sort((a, b) => a - b);
             return [bottom('x') - tops[1], bottom('x2') - tops[2]]; }})()""")
         assert max(clash) < 0, clash
-    finally:
-        context.close()

@@ -38,11 +38,9 @@ def test_multi_head_draws_and_recomputes(page, server):
     assert page.console_errors == []
 
 
-def test_phone_width_stacks_two_columns(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
+def test_phone_width_stacks_two_columns(phone, server):
+    page = phone
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
     dom = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').layout.xaxis2.domain")
     assert dom[0] > 0.5  # head 1 sits in the second of two columns
-    context.close()

@@ -38,14 +38,11 @@ def test_offline_the_baked_theta_is_drawn(page, server):
                            timeout=15_000)
 
 
-def test_fits_a_phone(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2)
-    page = context.new_page()
+def test_fits_a_phone(phone, server):
+    page = phone
     page.goto(server + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     height = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').getBoundingClientRect().height")
-    context.close()
     assert overflow <= 0
     assert height >= 600  # the two panels stack on a phone

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from widget_page import value_text
 
+from tests.support.browser import PHONE, new_page
+
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/recurrence/"
@@ -71,10 +73,7 @@ def test_with_the_api_blocked_the_baked_timings_are_drawn(page, server):
 
 
 def test_a_shared_link_sets_the_controls_and_a_phone_gets_stacked_panels(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
+    with new_page(browser, **PHONE) as page:
         page.goto(server + CHAPTER + "?sequential_vs_parallel.length=256"
                   "&sequential_vs_parallel.factor=1.01")
         wait_live_and(page, """w.querySelector('.tw-plot').layout.annotations[0].text
@@ -84,8 +83,6 @@ def test_a_shared_link_sets_the_controls_and_a_phone_gets_stacked_panels(browser
         domain = page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot')
             .layout.xaxis2.domain""")
         assert overflow <= 0 and domain == [0, 1]
-    finally:
-        context.close()
 
 
 OVERLAPS = f"""() => {{
@@ -101,10 +98,7 @@ OVERLAPS = f"""() => {{
 
 def test_on_a_phone_the_tiniest_gradients_leave_the_axis_title_clear(browser, server):
     """factor 0.5 over 1,024 steps: ticks down to 1e-300 beside the 'gradient multiplier' title."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2)
-    page = context.new_page()
-    try:
+    with new_page(browser, **PHONE) as page:
         page.goto(server + CHAPTER + "?sequential_vs_parallel.length=1024"
                   "&sequential_vs_parallel.factor=0.5")
         wait_live_and(page, """w.querySelector('.tw-plot').layout.annotations[0].text
@@ -115,5 +109,3 @@ def test_on_a_phone_the_tiniest_gradients_leave_the_axis_title_clear(browser, se
         labels = page.evaluate(f"""() => [...document.querySelectorAll(
             '{WIDGET} .tw-plot .bars .bartext')].map(t => t.textContent)""")
         assert len(labels) == 2 and all(t.endswith(" ms") for t in labels)
-    finally:
-        context.close()

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from tests.support.browser import PHONE, new_page
+
 pytestmark = pytest.mark.browser
 
 SCALING = "/chapters/scaling/"
@@ -180,22 +182,19 @@ def test_a_cached_answer_is_called_cached_with_no_fresh_compute_time(page, serve
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_on_a_phone_refusals_dependent_controls_and_plots_fit(browser, server, scheme):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2, color_scheme=scheme)
-    page = context.new_page()
-    page.goto(server + SCALING)
-    page.wait_for_selector(f"{W} .tw-plot .main-svg", timeout=20_000)
-    type_into(page, f'{W} input[name="d_k-value"]', "5000")
-    error = page.locator(f"{W} .tw-error")
-    error.wait_for(state="visible")
-    assert "'head dim d_k' must be from 1 to 1024" in error.inner_text()
-    assert page.locator(f'{W} input[name="d_k-value"]').input_value() == "64"
-    assert error.bounding_box()["x"] + error.bounding_box()["width"] <= 390
-    assert page.evaluate(f"document.querySelector('{W} .tw-plot').layout.paper_bgcolor") == "rgba(0,0,0,0)"
-    page.goto(server + MAPS)
-    page.wait_for_selector(f"{A} .tw-plot .main-svg", timeout=30_000)
-    first = page.locator(A).nth(0)
-    first.locator('input[name="average"]').uncheck()
-    assert first.locator("input[type=range][name=layer]").get_attribute("max") == "3"
-    assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
-    context.close()
+    with new_page(browser, **PHONE, color_scheme=scheme) as page:
+        page.goto(server + SCALING)
+        page.wait_for_selector(f"{W} .tw-plot .main-svg", timeout=20_000)
+        type_into(page, f'{W} input[name="d_k-value"]', "5000")
+        error = page.locator(f"{W} .tw-error")
+        error.wait_for(state="visible")
+        assert "'head dim d_k' must be from 1 to 1024" in error.inner_text()
+        assert page.locator(f'{W} input[name="d_k-value"]').input_value() == "64"
+        assert error.bounding_box()["x"] + error.bounding_box()["width"] <= 390
+        assert page.evaluate(f"document.querySelector('{W} .tw-plot').layout.paper_bgcolor") == "rgba(0,0,0,0)"
+        page.goto(server + MAPS)
+        page.wait_for_selector(f"{A} .tw-plot .main-svg", timeout=30_000)
+        first = page.locator(A).nth(0)
+        first.locator('input[name="average"]').uncheck()
+        assert first.locator("input[type=range][name=layer]").get_attribute("max") == "3"
+        assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0

@@ -42,7 +42,8 @@ def other_server(built_site, start_gunicorn, tmp_path_factory):
     lock = tmp_path_factory.mktemp("live-spec") / "timing.lock"
     env = {"BOOK_HF_CHECKPOINT": str(minilm_checkpoint()), "BOOK_RATE_LIMIT": "off",
            "BOOK_TIMING_LOCK": str(lock)}
-    with start_gunicorn(built_site, workers=1, env=env, config=CONFIG, start_s=180) as base:
+    with start_gunicorn(built_site, workers=1, env=env, config=CONFIG, start_s=180) as srv:
+        base = srv.base
         warm(base)
         yield base
 

@@ -87,10 +87,8 @@ def test_each_notebook_page_links_its_ipynb_at_the_top(page, server):
     assert response.json()["cells"]  # the notebook itself
 
 
-def test_notebooks_fit_a_phone_without_layout_shift(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2)
-    page = context.new_page()
+def test_notebooks_fit_a_phone_without_layout_shift(phone, server):
+    page = phone
     page.add_init_script("""window.__cls = 0; new PerformanceObserver(l => { for (const e of
         l.getEntries()) if (!e.hadRecentInput) window.__cls += e.value; })
         .observe({type: 'layout-shift', buffered: true});""")
@@ -104,7 +102,6 @@ def test_notebooks_fit_a_phone_without_layout_shift(browser, server):
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     cls = page.evaluate("window.__cls")
     print(f"\nnotebook on a 390 px phone: narrowest plot area {plot_w:.0f} px, CLS {cls:.3f}")
-    context.close()
     assert plot_w >= 0.6 * 390  # was about 60 px: the plot area now takes most of the screen
     assert pre == ["pre", "auto"]
     assert overflow <= 0

@@ -96,16 +96,7 @@ def test_jump_link_lands_on_the_figure(page, server):
 
 # ------------------------------------------------------------------ 2. touch screens
 
-@pytest.fixture()
-def phone(browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True, device_scale_factor=2)
-    pg = context.new_page()
-    pg.console_errors = []
-    pg.on("pageerror", lambda e: pg.console_errors.append(str(e)))
-    yield pg
-    context.close()
-
+# `phone` (tests/site/conftest.py): 390 px, touch, mobile, a 2x screen
 
 def swipe(page, x, y, dy, dx=0, steps=8):
     """A finger on (x, y) moving by (dx, dy), through CDP's touch events (as a phone sends)."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from widget_page import value_text
 
+from tests.support.browser import PHONE, new_page
+
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/self-attention/"
@@ -115,17 +117,12 @@ def test_a_shared_url_opens_on_its_setting(page, server):
 
 
 def test_phone_layout_stacks_the_panels(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True)
-    page = context.new_page()
-    try:
+    with new_page(browser, **PHONE) as page:
         open_chapter(page, server)
         layout = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').layout")
         assert layout["xaxis"]["domain"] == [0, 1] and layout["xaxis2"]["domain"] == [0, 1]
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0
-    finally:
-        context.close()
 
 
 # ------------------------------------------------------------ the built pages themselves
@@ -241,14 +238,9 @@ def test_word_labels_stay_inside_the_panel_at_the_slider_extremes(browser, serve
 
 def test_display_equations_fit_a_phone(browser, server):
     """Every display equation of the chapter fits a 390 px screen without hidden overflow."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
-                                  has_touch=True)
-    page = context.new_page()
-    try:
+    with new_page(browser, **PHONE) as page:
         open_chapter(page, server)
         wide = page.evaluate("""() => Array.from(document.querySelectorAll('.katex-display'))
             .map(e => [e.scrollWidth, e.clientWidth, e.textContent.slice(0, 40)])
             .filter(([s, c]) => s > c + 1)""")
         assert wide == []
-    finally:
-        context.close()

@@ -3,7 +3,6 @@ among them), measured ones present and labelled, the device's ceiling declared a
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
@@ -12,21 +11,16 @@ import torch
 from backend import device
 from backend.widgets import attention_cost as w
 from backend.widgets import measure
+from tests.support.api import poster
 
 URL = "/api/widgets/attention_cost"
 
 
-@pytest.fixture(autouse=True)
-def private_lock(tmp_path, monkeypatch):
-    """Each test times under its own lock file and starts with no remembered timings."""
-    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
-    w.measure.cache_clear()
-    yield
-    w.measure.cache_clear()
+# each test times under its own lock file and starts with no remembered timings
+pytestmark = pytest.mark.usefixtures("fresh_timings")
 
 
-def post(client, **params):
-    return client.post(URL, data=json.dumps(params), content_type="application/json")
+post = poster(URL, status=None)  # POST to the widget: the response itself
 
 
 def test_defaults_give_every_named_value_exactly_or_measured(client):

@@ -8,15 +8,13 @@ import torch.nn.functional as F
 
 from backend.widgets import causal_mask as cm
 from backend.widgets.style import COLORS
+from tests.support.api import poster
 
 URL = "/api/widgets/causal_mask"
 FLOODED = "the river bank flooded"
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
 def rounded(weights, digits=2):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+from tests.support.api import poster
+
 URL = "/api/widgets/decode_roofline"
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
 def test_defaults_are_llama3_8b_one_user_8k_on_an_a100_80(client):

@@ -6,20 +6,15 @@ import pytest
 
 from backend.reference.presets import DECODER_PRESETS, PRESETS
 from backend.reference.serving import CARDS
+from tests.support.api import poster
 
 URL = "/api/widgets/kv_cache"
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
-def error(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 400, r.get_json()
-    return r.get_json()
+error = poster(URL, 400)  # the refusal (a 400): its JSON
 
 
 @pytest.mark.parametrize("preset", ["llama-3-8b", "custom"])  # custom starts at Llama-3-8B

@@ -8,11 +8,13 @@ import statistics
 
 import pytest
 import torch
+from werkzeug.exceptions import ServiceUnavailable
 
 from backend.reference import decode
 from backend.reference.generate import token_steps
 from backend.widgets import kv_decode as w
 from backend.widgets import measure
+from tests.support.api import poster
 
 URL = "/api/widgets/kv_decode"
 
@@ -27,8 +29,7 @@ def private_lock(tmp_path, monkeypatch):
     w.prefix_change.cache_clear()
 
 
-def post(client, **params):
-    return client.post(URL, data=json.dumps(params), content_type="application/json")
+post = poster(URL, status=None)  # POST to the widget: the response itself
 
 
 def test_400_steps_reproduce_the_handouts_key_rows_and_the_runs_agree(client):
@@ -201,7 +202,7 @@ def test_timings_run_under_the_lock_on_one_thread_and_are_remembered(monkeypatch
     real = decode.step_times
 
     def spy(*a, **k):
-        with pytest.raises(Exception):  # the lock is held: a second taker waits, then gives up
+        with pytest.raises(ServiceUnavailable):  # the lock is held: a second taker waits, gives up
             with measure.timing_lock(wait=0.05):
                 pass
         seen.append(torch.get_num_threads())

@@ -6,6 +6,7 @@ import pytest
 
 from backend.reference.config import ModelConfig
 from backend.reference.model import DecoderLM
+from tests.support.api import poster
 
 URL = "/api/widgets/model_params"
 PUBLISHED = {  # the published sizes of the real models
@@ -16,16 +17,10 @@ PUBLISHED = {  # the published sizes of the real models
 }
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
-def error(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 400, r.get_json()
-    return r.get_json()["error"]
+error = poster(URL, 400, "error")  # the refusal's sentence
 
 
 @pytest.mark.parametrize("preset", PUBLISHED)
@@ -162,7 +157,9 @@ def test_part_colours_are_the_diagrams(client):
 @pytest.mark.parametrize("params, title", [
     (dict(preset="book"), "book: 1.31M parameters (head tied)"),
     (dict(preset="llama-2-7b"), "llama-2-7b: 6.74B parameters"),
-    (dict(preset="custom", n_layers=1, d_model=64, n_heads=1, n_kv=1, d_ff=16, vocab=256), "custom config: 52.4K parameters"),  # 2*256*64 + (2*64 + 4*64*64 + 3*64*16) + 64 = 52,416
+    # 2*256*64 + (2*64 + 4*64*64 + 3*64*16) + 64 = 52,416
+    (dict(preset="custom", n_layers=1, d_model=64, n_heads=1, n_kv=1, d_ff=16, vocab=256),
+     "custom config: 52.4K parameters"),
     (dict(preset="custom", n_layers=32, d_model=4096, n_heads=32, n_kv=8, d_ff=14336, vocab=128256),
      "custom (as llama-3-8b): 8.03B parameters"),
 ])

@@ -7,14 +7,12 @@ import pytest
 from backend.reference.config import ModelConfig
 from backend.reference.grouped_query import GroupedQueryAttention
 from backend.widgets import multi_head as mh
+from tests.support.api import poster
 
 URL = "/api/widgets/multi_head"
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
 def test_handout_two_heads_digits(client):
@@ -124,7 +122,8 @@ def test_title_colours_name_groups_without_repeats():
     for h, n_kv in [(16, 8), (16, 1), (8, 2), (16, 16), (12, 12)]:
         fig = mh.compute(mh.SPEC.resolve({"n_heads": h, "n_kv": n_kv, "d_model": 384 if h == 12 else 512}))["figure"]
         colors = [a["font"].get("color") for a in fig["layout"]["annotations"]]
-        groups = mh.compute(mh.SPEC.resolve({"n_heads": h, "n_kv": n_kv, "d_model": 384 if h == 12 else 512}))["values"]["groups"]
+        params = {"n_heads": h, "n_kv": n_kv, "d_model": 384 if h == 12 else 512}
+        groups = mh.compute(mh.SPEC.resolve(params))["values"]["groups"]
         if n_kv == h:
             assert colors == [None] * h  # every head its own KV head: no group to colour
         else:

@@ -6,14 +6,13 @@ import pytest
 
 from backend.reference.paged_replay import SLOT
 from backend.widgets import paged_kv
+from tests.support.api import poster
 
 URL = "/api/widgets/paged_kv"
 
 
-def post(client, url=URL, **params):
-    r = client.post(url, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
+levers = poster("/api/widgets/kv_levers")
 
 
 def test_defaults_every_slot_is_accounted_and_paging_holds_more_tokens(client):
@@ -61,7 +60,7 @@ def test_bad_settings_are_400s_naming_the_parameter(client, params, name):
 
 
 def test_levers_widget_table_and_bars(client):
-    out = post(client, "/api/widgets/kv_levers", context_len=32768)
+    out = levers(client, context_len=32768)
     v = out["values"]
     assert v["gqa_bytes_per_token"] == 131_072 and v["gqa_cut"] == 1
     assert v["window_user_bytes"] == 4096 * 131_072
@@ -80,7 +79,7 @@ def test_the_free_swatch_is_a_visible_palette_colour_and_the_headings_are_short(
 
 
 def test_levers_bars_are_linear_and_labelled_and_the_table_says_larger_or_smaller(client):
-    out = post(client, "/api/widgets/kv_levers", context_len=32768)
+    out = levers(client, context_len=32768)
     bar, layout = out["figure"]["data"][0], out["figure"]["layout"]
     assert layout["xaxis"].get("type", "linear") == "linear"
     assert len(bar["text"]) == 8 and all(t.endswith(" GB") for t in bar["text"])

@@ -5,20 +5,15 @@ from __future__ import annotations
 import pytest
 
 from backend.reference.llama_compare import ATTENTION_TOLERANCE, LOGIT_TOLERANCE
+from tests.support.api import poster
 
 URL = "/api/widgets/parity"
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
-def error(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 400, r.get_json()
-    return r.get_json()["error"]
+error = poster(URL, 400, "error")  # the refusal's sentence
 
 
 def test_named_values_and_contract(client):

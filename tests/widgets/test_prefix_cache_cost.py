@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.api import poster
+
 URL = "/api/widgets/prefix_cache_cost"
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
 def test_handout_defaults_exactly(client):

@@ -7,14 +7,12 @@ import json
 import pytest
 
 from backend.widgets import river_bank as rbw
+from tests.support.api import poster
 
 URL = "/api/widgets/river_bank"
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
 def rounded(xs, nd):

@@ -9,6 +9,7 @@ import torch
 
 from backend.bookmodel.load import load_model
 from backend.bookmodel.tokenizer import EOT
+from tests.support.api import poster
 
 URL = "/api/widgets/sampling"
 
@@ -18,10 +19,7 @@ def book():
     return load_model()
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
 @torch.no_grad()

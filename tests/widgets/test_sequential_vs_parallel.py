@@ -17,21 +17,16 @@ from backend.errors import Busy
 from backend.reference import recurrence
 from backend.widgets import measure
 from backend.widgets import sequential_vs_parallel as w
+from tests.support.api import poster
 
 URL = "/api/widgets/sequential_vs_parallel"
 
 
-@pytest.fixture(autouse=True)
-def private_lock(tmp_path, monkeypatch):
-    """Each test times under its own lock file and starts with no remembered timings."""
-    monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
-    w.measure.cache_clear()
-    yield
-    w.measure.cache_clear()
+# each test times under its own lock file and starts with no remembered timings
+pytestmark = pytest.mark.usefixtures("fresh_timings")
 
 
-def post(client, **params):
-    return client.post(URL, data=json.dumps(params), content_type="application/json")
+post = poster(URL, status=None)  # POST to the widget: the response itself
 
 
 def test_defaults_name_every_value_and_label_the_device(client):

@@ -5,14 +5,12 @@ from __future__ import annotations
 import pytest
 
 from backend.widgets import training_signal as w
+from tests.support.api import poster
 
 URL = "/api/widgets/training_signal"
 
 
-def post(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()
+post = poster(URL)  # POST to the widget: the answer must be a 200; its JSON
 
 
 def test_handout_512_tokens_at_15_percent(client):
