@@ -261,8 +261,10 @@ def static_widget(soup: BeautifulSoup, widget) -> object:
     spec, result = data["spec"], data["baked"][0]
     fig = {"data": result["figure"]["data"], "layout": result["figure"]["layout"]}
     number = widget.get("data-fig", "")
+    # Not `data-widget`: tools that look for live widgets in the built site (the runtime's
+    # tests, the benchmarks' readers) must not find them here.
     figure = soup.new_tag("figure", attrs={"class": "tw-print-figure", "id": widget["id"],
-                                           "data-widget": widget["data-widget"]})
+                                           "data-print-widget": widget["data-widget"]})
     plot = soup.new_tag("div", attrs={"class": "tw-print-plot", "role": "img",
                                       "aria-label": result.get("summary") or spec["title"]})
     figure.append(plot)
