@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test test-fast lint build bench bench-load bench-weight gpu-check chromium redis podman prewarm container-check clean
+.PHONY: serve test test-fast lint build pdf bench bench-load bench-weight gpu-check chromium redis podman prewarm container-check clean
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
@@ -44,6 +44,11 @@ lint: $(VENV)/.dev-installed
 ## build: the static site in site/, with widgets baked
 build: $(VENV)/.installed node_modules/.installed
 	$(BIN)/mkdocs build --strict
+
+## pdf: the print edition (site/print/) printed by the system Chromium to site/book.pdf: a
+## table of contents with each chapter's page, page numbers in the footer
+pdf: build $(VENV)/.dev-installed chromium
+	$(BIN)/python widgets/print_pdf.py --site site --out site/book.pdf
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

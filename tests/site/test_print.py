@@ -1,0 +1,161 @@
+"""The print edition (issue 23): `/print/` holds every page of the nav in its order, a static
+figure for every widget and every notebook figure, each drawn; `make pdf`'s script prints it to
+a PDF whose contents give the page each chapter starts on.
+
+The nav comes from mkdocs.yml and the widgets from the built chapter pages themselves, not from
+the hook that assembled the print page. One Chromium load of the page serves both the drawing
+checks and the print (printing the book twice takes minutes on a 2-core machine)."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+import yaml
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def nav_pages() -> list[tuple[str, str]]:
+    """(nav title, page URL) of every page of mkdocs.yml's nav, in its order."""
+    out: list[tuple[str, str]] = []
+
+    def walk(items):
+        for item in items:
+            for title, value in item.items():
+                if isinstance(value, list):
+                    walk(value)
+                else:
+                    url = re.sub(r"(index)?\.(md|ipynb)$", "", value)
+                    out.append((title, url + "/" if url and not url.endswith("/") else url))
+    walk(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"])
+    return out
+
+
+def slug(url: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", url.strip("/")) or "home"
+
+
+def norm(text: str) -> str:
+    """Text as compared across HTML and the PDF: ligatures and subscripts folded, no spaces."""
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+
+
+def soup(path: Path) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def h1(node) -> str:
+    heading = node.find("h1")
+    for link in heading.select("a.headerlink, a.anchor-link"):
+        link.decompose()
+    return heading.get_text(" ", strip=True)
+
+
+@pytest.fixture(scope="module")
+def book(built_site):
+    return soup(built_site / "print" / "index.html")
+
+
+@pytest.fixture(scope="module")
+def sources(built_site):
+    """Each nav page's built article, keyed by URL."""
+    return {url: soup(built_site / url / "index.html").find("article") for _, url in nav_pages()}
+
+
+def test_every_page_of_the_nav_in_order(book, sources):
+    articles = book.select("article.tw-print-chapter")
+    assert [(a["data-title"], a["id"]) for a in articles] == \
+        [(title, slug(url)) for title, url in nav_pages()]
+    for article, (_, url) in zip(articles, nav_pages()):
+        assert h1(article) == h1(sources[url])
+    ids = [tag["id"] for tag in book.find_all(id=True)]
+    assert len(ids) == len(set(ids)), "ids repeat in the print page"
+
+
+def test_a_static_figure_for_every_widget_and_notebook_figure(book, sources):
+    total = 0
+    for _, url in nav_pages():
+        article = book.find("article", id=slug(url))
+        widgets = [w["id"] for w in sources[url].select("div.tw-widget[data-widget]")]
+        figures = article.select("figure.tw-print-figure")
+        assert [f["id"] for f in figures] == [f"{slug(url)}--{w}" for w in widgets], url
+        for figure, widget in zip(figures, sources[url].select("div.tw-widget[data-widget]")):
+            assert figure.find("figcaption").get_text().startswith(widget["data-fig"] + " — ")
+        notebook = sources[url].select('script[type="text/x-tw-plotly"]')
+        assert len(article.select(".tw-print-plot")) == len(widgets) + len(notebook), url
+        total += len(widgets)
+    assert total >= 17  # a widget a chapter at least: the book's figures were found at all
+    # Nothing on the page runs but the site's own scripts: no controls, no API, no inline code.
+    for script in book.find_all("script"):
+        assert script.get("src") or script.get("type") == "application/json", script
+    assert not book.select("input, button, select, textarea")
+
+
+def test_links_inside_the_book_stay_on_the_print_page(book):
+    ids = {tag["id"] for tag in book.find_all(id=True)}
+    for link in book.find_all("a", href=True):
+        href = link["href"]
+        if href.startswith("#"):
+            assert href[1:] in ids, href
+        else:  # a file of the site (a notebook to download, the online book) or the web
+            assert not re.match(r"^(\.\./)*(chapters|exercises|glossary|instructors)/[^.]*$",
+                                href), href
+
+
+@pytest.fixture(scope="module")
+def printer():
+    spec = importlib.util.spec_from_file_location("print_pdf", ROOT / "widgets/print_pdf.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def print_page(browser, built_site, printer):
+    page = printer.open_print_page(browser, built_site)
+    yield page
+    page.close()
+
+
+def test_every_figure_is_drawn(print_page):
+    """No blank figure: each plot's SVG holds drawn marks (a path with a shape, or a heatmap's
+    image) inside its plotting area, and the math is typeset."""
+    drawn = print_page.evaluate("""() => [...document.querySelectorAll('.tw-print-plot')].map(box => {
+        const marks = [...box.querySelectorAll('.main-svg .trace path, .main-svg image')]
+          .filter(m => { const r = m.getBoundingClientRect(); return r.width > 0 || r.height > 0; })
+          .filter(m => m.tagName === 'image' || (m.getAttribute('d') || '').length > 2);
+        return [box.closest('[id]').id, marks.length];
+    })""")
+    assert drawn and all(count > 0 for _, count in drawn), [d for d in drawn if not d[1]]
+    assert print_page.evaluate("document.querySelectorAll('.katex').length") > 100
+    assert print_page.evaluate("document.querySelectorAll('.katex-error').length") == 0
+
+
+def test_the_pdf(print_page, printer, book, sources):
+    from pypdf import PdfReader
+
+    pdf, numbers = printer.print_book(print_page)
+    reader = PdfReader(io.BytesIO(pdf))
+    texts = [p.extract_text() for p in reader.pages]
+    pages = [norm(text) for text in texts]
+    chapters = nav_pages()
+    assert len(pages) > len(chapters)
+    contents = {norm(line) for text in texts[:5] for line in text.splitlines()}
+    for title, url in chapters:
+        # The contents list the chapter with the page number the PDF itself says ...
+        number = numbers[slug(url)]
+        assert norm(title) + str(number) in contents, (title, number)
+        # ... and that page starts the chapter: its title is there.
+        assert norm(h1(sources[url])) in pages[number - 1], (title, number)
+    # Page numbers in the footer: "n / N" on every page.
+    assert all(page.endswith(f"{i}/{len(pages)}") for i, page in enumerate(pages, start=1))
+    # Every widget's figure number and title are printed.
+    text = "".join(pages)
+    for caption in book.select("figure.tw-print-figure figcaption"):
+        assert norm(caption.find("strong").get_text()) in text
