@@ -858,6 +858,7 @@
     this.copyButton.addEventListener("click", function () { self.copyLink(); });
     this.resetButton.addEventListener("click", function () { self.reset(); });
     actions.appendChild(this.copyButton);
+    actions.appendChild(notebookLink(this));
     actions.appendChild(this.resetButton);
     head.appendChild(actions);
     [head, form, this.error, this.notice, this.plot, this.summary, this.valuesBox, this.table,
@@ -1220,6 +1221,28 @@
     return window.location.origin + window.location.pathname + (qs ? "?" + qs : "") +
       (this.root.id ? "#" + this.root.id : "");
   };
+
+  /* "Open as notebook": a download of this setting as a Jupyter notebook that runs the book's
+   * code (`GET <api>/widgets/<name>/notebook?<params>`). Its href follows the setting: it is
+   * rebuilt from `widget.params` whenever the reader may be about to follow it. */
+  function notebookLink(widget) {
+    var a = el("a", { "class": "tw-action tw-notebook", download: "",
+                      title: "Download this setting as a Jupyter notebook that runs the book's code" },
+               "Open as notebook");
+    function follow() {
+      var query = new URLSearchParams();
+      widget.spec.params.forEach(function (p) {
+        var v = widget.params[p.name];
+        if (v !== undefined && v !== p.default) query.set(p.name, String(v));
+      });
+      var qs = query.toString();
+      a.href = widget.api + "/widgets/" + encodeURIComponent(widget.spec.name) + "/notebook" +
+        (qs ? "?" + qs : "");
+    }
+    ["pointerenter", "focus", "click"].forEach(function (type) { a.addEventListener(type, follow); });
+    follow();
+    return a;
+  }
 
   Widget.prototype.copyLink = function () {
     var self = this, url = this.link(), button = this.copyButton;

@@ -31,6 +31,11 @@ VERIFY_K = 4  # drafted tokens one speculative step checks  # FLOP per byte on t
 
 SPEC = WidgetSpec(
     name="decode_roofline",
+    try_next=(
+        "Raise `batch`: one decode step reads the weights once for every user in the batch, so "
+        "the time per token for each user falls until reading the caches or the arithmetic takes "
+        "over."
+    ),
     title="What one decode step takes",
     description="The least time a decode step can take on one card: the bytes it reads (every "
                 "weight, each user's cache) over the card's published memory bandwidth, or its "

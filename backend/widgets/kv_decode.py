@@ -42,6 +42,10 @@ MAX_PROMPT = 32
 
 SPEC = WidgetSpec(
     name="kv_decode",
+    try_next=(
+        "Change `steps` and compare the two curves: without the cache every new token runs the "
+        "whole sequence again, so the gap between them grows with the number of tokens generated."
+    ),
     title="Decoding with and without the KV cache",
     description="Time per step against position for greedy decoding with and without a KV "
                 "cache, the key rows each computed, the totals, and the largest difference "

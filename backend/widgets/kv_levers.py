@@ -14,6 +14,10 @@ from backend.widgets.style import COLORS, SERIES, base_layout
 
 SPEC = WidgetSpec(
     name="kv_levers",
+    try_next=(
+        "Raise `context_len` to 131072: the cache grows in proportion to the context, and so does "
+        "what each lever saves, in bytes."
+    ),
     title="The cache's levers, one model",
     description="Llama-3-8B's KV cache per token and per user under each lever.",
     params=(

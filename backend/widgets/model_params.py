@@ -76,6 +76,10 @@ class PresetSpec(WidgetSpec):
 D = PRESETS["llama-2-7b"]
 SPEC = PresetSpec(
     name="model_params",
+    try_next=(
+        "Turn `tied` on: the LM head then shares the embedding's matrix, so the count drops by "
+        "`vocab` × `d_model`."
+    ),
     title="Where the parameters are",
     description="A decoder-only model's parameters by part, counted on the meta device by the "
                 "book's own model class.",

@@ -23,6 +23,10 @@ MAX_TOKENS = 131_072  # a long context window; the sliders move in powers of two
 PROVIDER_MINIMUM, PROVIDER_STEP, ENGINE_BLOCK = 1024, 128, 16
 SPEC = WidgetSpec(
     name="prefix_cache_cost",
+    try_next=(
+        "Move `cached_tokens` towards `input_tokens`: the more of the prompt is a cached prefix, "
+        "the more of it is billed at the cached price, `price_cached`."
+    ),
     title="What a cached prefix saves",
     description="One request's price with and without a cached prompt prefix.",
     params=(

@@ -21,6 +21,10 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 SPEC = WidgetSpec(
     name="rmsnorm",
+    try_next=(
+        "Turn `upcast` off with `dtype` at bfloat16 and raise `offset`: without the float32 "
+        "upcast the sum of squares loses precision and the error against float64 grows."
+    ),
     title="RMSNorm, LayerNorm and the float32 upcast",
     description="Mean and RMS after each norm, and the rounding error with and without the upcast.",
     params=(

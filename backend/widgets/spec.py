@@ -367,6 +367,9 @@ class WidgetSpec:
     # Seconds the API's result cache may keep one answer; None: BOOK_CACHE_TTL_SECONDS (a day by
     # default). Measured widgets set a short one: a timing is of one moment on one machine.
     result_ttl: int | None = None
+    # One or two sentences for the reader's notebook (`GET .../notebook`): what to change next
+    # and what they will see. Name the param to move in backticks (`d_k`).
+    try_next: str = ""
 
     def __post_init__(self):
         names = {p.name for p in self.params}
