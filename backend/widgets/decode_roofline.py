@@ -32,9 +32,9 @@ VERIFY_K = 4  # drafted tokens one speculative step checks  # FLOP per byte on t
 SPEC = WidgetSpec(
     name="decode_roofline",
     try_next=(
-        "Raise `batch`: one decode step reads the weights once for every user in the batch, so "
-        "the time per token for each user falls until reading the caches or the arithmetic takes "
-        "over."
+        "Raise `batch`: one decode step reads the weights once for all the users in it, so the "
+        "whole batch's tokens per second grow far faster than each step slows, until reading "
+        "the users' caches dominates."
     ),
     title="What one decode step takes",
     description="The least time a decode step can take on one card: the bytes it reads (every "
