@@ -42,7 +42,12 @@ schema.config.generation.update(codec="utf-8")
 # a rejection too, and the negative-data check counts it as one.
 _reject = schema.config.checks.negative_data_rejection
 _reject.expected_statuses = [*_reject.expected_statuses, "413"]
-light_schema = schema.exclude(path_regex=HEAVY_PATHS)
+# A notebook (GET .../notebook) computes nothing but is a 100-200 KB answer to build: its
+# query parameters get NOTEBOOK_EXAMPLES requests per widget, in both modes.
+NOTEBOOK_EXAMPLES = int(os.environ.get("BOOK_SCHEMATHESIS_EXAMPLES_NOTEBOOK", "100"))
+NOTEBOOK_PATHS = "^/api/widgets/[a-z_]+/notebook$"
+notebook_schema = schema.include(path_regex=NOTEBOOK_PATHS)
+light_schema = schema.exclude(path_regex=HEAVY_PATHS).exclude(path_regex=NOTEBOOK_PATHS)
 heavy_schema = schema.include(path_regex=HEAVY_PATHS)  # both modes, HEAVY_EXAMPLES each
 heavy_negative = schemathesis.openapi.from_wsgi("/api/openapi.json", APP)
 heavy_negative.config.generation.update(codec="utf-8", modes=[schemathesis.GenerationMode.NEGATIVE])
@@ -71,6 +76,12 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
 @light_schema.parametrize()
 @settings(max_examples=EXAMPLES, **SETTINGS)
 def test_every_response_conforms_and_none_is_a_5xx(case):
+    _check(case)
+
+
+@notebook_schema.parametrize()
+@settings(max_examples=NOTEBOOK_EXAMPLES, **SETTINGS)
+def test_notebook_queries_conform_and_none_is_a_5xx(case):
     _check(case)
 
 
