@@ -11,7 +11,7 @@ import torch
 from flask import Blueprint, abort, current_app, jsonify, request
 
 from backend import device
-from backend.app import limits, openapi
+from backend.app import limits, notebook, openapi
 from backend.widgets import REGISTRY
 from backend.widgets.serialize import finite
 from backend.widgets.spec import ParamError
@@ -119,6 +119,20 @@ def run(module, params: dict) -> dict:
         if extra in out:
             result[extra] = out[extra]
     return result
+
+
+@bp.get("/widgets/<name>/notebook")
+def widget_notebook(name: str):
+    """The reader's setting as a Jupyter notebook that runs the book's own code (notebook.py).
+    The query holds the parameters (`?d_k=256&causal=true`), validated by the widget's spec as
+    the POST body is; nothing is computed here, so the work is bounded by the spec's size."""
+    module = _module(name)
+    params = notebook.params_from_query(module.SPEC, request.args)
+    resp = current_app.response_class(notebook.render(name, module, params),
+                                      mimetype="application/x-ipynb+json")
+    resp.headers["Content-Disposition"] = (
+        f'attachment; filename="{notebook.filename(module.SPEC, params)}"')
+    return resp
 
 
 @bp.get("/openapi.json")

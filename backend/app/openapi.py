@@ -94,6 +94,23 @@ def document(registry: dict) -> dict:
                 },
             },
         }
+        paths[f"/api/widgets/{name}/notebook"] = {"get": {
+            "summary": f"{spec.title}: this setting as a Jupyter notebook",
+            "description": "A notebook that sets these parameters, carries the book's code the "
+                           "widget runs and runs it (nothing is computed by this request). "
+                           "Parameters are validated as the POST body is.",
+            "parameters": [{"name": p.name, "in": "query", "required": False,
+                            "schema": _param_schema(p)} for p in spec.params],
+            "responses": {
+                "200": {"description": "the notebook, as an attachment",
+                        "headers": {"Content-Disposition": {"schema": {"type": "string"}}},
+                        "content": {"application/x-ipynb+json": {"schema": {"type": "object"}}}},
+                "400": _error("a parameter is of the wrong type, out of range (including a "
+                              "range another parameter sets), unknown, or given twice"),
+                "429": _error("rate limited: too many requests from this client address "
+                              "(BOOK_RATE_LIMIT)", retry=True),
+            },
+        }}
     return {
         "openapi": "3.1.0",
         "info": {"title": "Interactive Transformer book API", "version": "1"},

@@ -96,6 +96,10 @@ def context_ceiling(values: dict) -> dict:
 
 SPEC = WidgetSpec(
     name="attention_cost",
+    try_next=(
+        "Double `context_len`: the explicit attention's score matrix takes four times the memory "
+        "(it has T × T entries), while the fused kernel never stores it."
+    ),
     title="What attention costs: explicit against fused",
     description="FLOPs and score-matrix bytes of attention, counted, and the book's explicit "
                 "attention against PyTorch's fused kernel, timed and measured for peak memory "

@@ -48,6 +48,11 @@ def _pick(what: str, most: int, sizes: dict) -> Param:
 
 SPEC = WidgetSpec(
     name="attention_map",
+    try_next=(
+        "Switch `average` off and step `layer` and `head` through the model: single heads often "
+        "follow one pattern (the previous word, the first token) that the average blurs. Set "
+        "`look_from` to another word of your sentence."
+    ),
     title="Attention maps from trained weights",
     description="Which earlier (decoder) or surrounding (encoder) tokens each token attends to, "
                 "for one layer and head or averaged over all of them.",

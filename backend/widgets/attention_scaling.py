@@ -20,6 +20,10 @@ from backend.widgets.style import COLORS, base_layout
 
 SPEC = WidgetSpec(
     name="attention_scaling",
+    try_next=(
+        "Raise `d_k` towards 1024: unscaled scores spread in proportion to √d_k and the softmax "
+        "piles onto one position, while the scaled scores keep a spread near 1 at every width."
+    ),
     title="Why divide by √dₖ",
     description="Variance of q·k and the softmax it feeds, with and without the 1/√d_k factor.",
     params=(

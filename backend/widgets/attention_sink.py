@@ -20,6 +20,10 @@ from backend.widgets.style import COLORS, base_layout
 
 SPEC = WidgetSpec(
     name="attention_sink",
+    try_next=(
+        "Switch `model` between book and minilm and compare how much attention the first token "
+        "draws against its fair share in each."
+    ),
     title="Does the first token draw more than its share? Over the held-out sentences",
     description="The special tokens' weight against an even split, per head, over every held-out "
                 "sentence, for the book's decoder and for MiniLM.",

@@ -54,6 +54,11 @@ FORM_WORDS = {
 
 SPEC = WidgetSpec(
     name="causal_mask",
+    try_next=(
+        "Set `mask` to causal_padding with the longer sentence in `words`, then compare `form` "
+        "additive with after_softmax: masking after the softmax leaves rows that no longer sum to "
+        "1."
+    ),
     title="Masks: who may look at whom",
     description="Attention weights of the river-bank sentence under no mask, a causal mask or a "
                 "padding mask, applied additively, as a boolean, or (wrongly) after the softmax.",

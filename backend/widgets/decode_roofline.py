@@ -31,6 +31,11 @@ VERIFY_K = 4  # drafted tokens one speculative step checks  # FLOP per byte on t
 
 SPEC = WidgetSpec(
     name="decode_roofline",
+    try_next=(
+        "Raise `batch`: one decode step reads the weights once for all the users in it, so the "
+        "whole batch's tokens per second grow far faster than each step slows, until reading "
+        "the users' caches dominates."
+    ),
     title="What one decode step takes",
     description="The least time a decode step can take on one card: the bytes it reads (every "
                 "weight, each user's cache) over the card's published memory bandwidth, or its "

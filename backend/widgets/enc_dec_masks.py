@@ -35,6 +35,10 @@ TINY = ModelConfig(vocab_size=16, d_model=8, n_layers=1, n_heads=2, d_ff=16, max
 
 SPEC = WidgetSpec(
     name="enc_dec_masks",
+    try_next=(
+        "Raise `src_pad`: the padded source positions drop out of the encoder's mask and of the "
+        "decoder's cross-attention, while the decoder's causal mask stays as it was."
+    ),
     title="The encoder-decoder's three masks",
     description="Encoder self-attention, decoder self-attention and cross-attention masks for a "
                 "batch of two sentence pairs, the second one padded.",

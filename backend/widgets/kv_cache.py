@@ -72,6 +72,10 @@ def _prepare(body: dict) -> dict:
 
 SPEC = WidgetSpec(
     name="kv_cache",
+    try_next=(
+        "Set `n_kv` to 32, as many as the query heads: that is the cache without grouped-query "
+        "attention, four times larger than at 8, and about a quarter as many users fit."
+    ),
     title="How big the KV cache is, and how many users fit",
     description="Bytes of keys and values a model keeps per token and per user, read off the "
                 "book's own cache filled on the meta device, against the weights and the memory "

@@ -46,6 +46,10 @@ BOOK_MAX_STEPS = 96      # 32 prompt tokens + 96 steps stay inside the book mode
 
 SPEC = WidgetSpec(
     name="kv_decode",
+    try_next=(
+        "Change `steps` and compare the two curves: without the cache every new token runs the "
+        "whole sequence again, so the gap between them grows with the number of tokens generated."
+    ),
     title="Decoding with and without the KV cache",
     description="Time per step against position for greedy decoding with and without a KV "
                 "cache, the key rows each computed, the totals, and the largest difference "

@@ -14,6 +14,11 @@ from backend.widgets.style import COLORS, SERIES, base_layout
 
 SPEC = WidgetSpec(
     name="kv_levers",
+    try_next=(
+        "Raise `context_len` to 131072: a sliding window keeps a fixed number of positions, so "
+        "its cut grows with the context, while the cuts of grouped-query attention, MLA and the "
+        "smaller number formats stay the same at any length."
+    ),
     title="The cache's levers, one model",
     description="Llama-3-8B's KV cache per token and per user under each lever.",
     params=(

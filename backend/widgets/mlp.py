@@ -30,6 +30,10 @@ def _divisors(n: int) -> tuple[int, ...]:
 
 SPEC = WidgetSpec(
     name="mlp",
+    try_next=(
+        "Switch `kind` to plain: a gated MLP has three matrices where the plain one has two, so "
+        "at the same `d_ff` it holds 1.5 times the parameters."
+    ),
     title="The MLP: two matrices or three",
     description="Parameters of a plain and a gated (SwiGLU) MLP, and the MLP's share of a block.",
     params=(

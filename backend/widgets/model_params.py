@@ -55,6 +55,10 @@ def _locks(param: str) -> tuple[Depends, ...]:
 D = PRESETS["llama-2-7b"]
 SPEC = WidgetSpec(
     name="model_params",
+    try_next=(
+        "Turn `tied` on: the LM head then shares the embedding's matrix, so the count drops by "
+        "`vocab` × `d_model`."
+    ),
     title="Where the parameters are",
     description="A decoder-only model's parameters by part, counted on the meta device by the "
                 "book's own model class.",

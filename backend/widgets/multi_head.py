@@ -64,6 +64,10 @@ def check(params: dict) -> None:
 
 SPEC = WidgetSpec(
     name="multi_head",
+    try_next=(
+        "Set `n_kv` to 1 (one shared key and value head, multi-query attention) with `n_heads` at "
+        "16: the cache per token shrinks to a sixteenth while every query head stays."
+    ),
     title="Many heads, shared keys and values",
     description="Per-head attention maps of one causal layer, its parameters and KV cache, "
                 "as the key/value heads are shared by more query heads.",

@@ -52,6 +52,11 @@ def check(params: dict) -> None:
 
 SPEC = WidgetSpec(
     name="paged_kv",
+    try_next=(
+        "Lower `block_size` towards 1: a paged cache wastes at most one partly filled block per "
+        "request, so smaller blocks waste less, while contiguous reservations hold the maximum "
+        "length for every request."
+    ),
     title="Contiguous reservations against paged blocks",
     description="The same requests served from one arena, reserved per request or paged.",
     params=(

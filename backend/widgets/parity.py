@@ -73,6 +73,10 @@ BUDGET = Limit(MAX_PARAMS, (
 
 SPEC = WidgetSpec(
     name="parity",
+    try_next=(
+        "Pick a `fault`, such as rope_layout, and watch the book's model and Llama part ways: the "
+        "logits no longer agree within the tolerance."
+    ),
     title="The book's model against Llama",
     description="The book's DecoderLM and transformers' LlamaForCausalLM with the same random "
                 "weights, run on the same tokens: the largest differences, measured.",

@@ -29,6 +29,11 @@ TINY = 0.01                                # the handout's "Try": a position sig
 
 SPEC = WidgetSpec(
     name="positions",
+    try_next=(
+        "Move `m` and `n` up together, keeping m − n fixed: the RoPE score does not change, "
+        "because it depends only on the offset. Then lower `rope_theta` and watch the angles wrap "
+        "around sooner."
+    ),
     title="Where order comes from: sinusoids and RoPE",
     description="The sinusoidal position table, RoPE's relative-only dot product, and how far "
                 "RoPE's similarity reaches for a given base theta.",

@@ -43,6 +43,10 @@ def check(params: dict) -> None:
 
 SPEC = WidgetSpec(
     name="prefix_cache_cost",
+    try_next=(
+        "Move `cached_tokens` towards `input_tokens`: the more of the prompt is a cached prefix, "
+        "the more of it is billed at the cached price, `price_cached`."
+    ),
     title="What a cached prefix saves",
     description="One request's price with and without a cached prompt prefix.",
     params=(

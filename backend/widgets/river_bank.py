@@ -23,6 +23,10 @@ CUSTOM_PARAMS = tuple(zip(("water", "money", "generic", "fourth"), rb.WORDS["riv
 
 SPEC = WidgetSpec(
     name="river_bank",
+    try_next=(
+        "Switch `neighbour` to savings and see “bank” lean towards money instead of water; then "
+        "turn `scaled` off to see how much sharper the weights get without the division by √d."
+    ),
     title="The river bank, by hand",
     description="Score, softmax and mix for the word 'bank' in 'the <neighbour> bank'.",
     params=(

@@ -27,6 +27,12 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 SPEC = WidgetSpec(
     name="rmsnorm",
+    try_next=(
+        "With `dtype` at bfloat16, compare the errors against float64 with and without the "
+        "float32 upcast (both are in the values), then move `offset` and `scale`: the upcast "
+        "version never does worse than rounding the exact answer to bfloat16, and the version "
+        "without it is sometimes more than twice as far off."
+    ),
     title="RMSNorm, LayerNorm and the float32 upcast",
     description="Mean and RMS after each norm, and the rounding error with and without the upcast.",
     params=(

@@ -33,6 +33,11 @@ PROMPT = "The river flows through the"
 
 SPEC = WidgetSpec(
     name="sampling",
+    try_next=(
+        "Lower `temperature` towards 0.1 and the distribution piles onto the most likely token; "
+        "raise it to 3 and it flattens. Then set `top_k` to 5: only five tokens keep any "
+        "probability."
+    ),
     title="Temperature, top-k and top-p on a real next-token distribution",
     description="The book model's distribution for the token after the prompt, what each "
                 "sampling setting keeps of it, and a short continuation drawn with those settings.",

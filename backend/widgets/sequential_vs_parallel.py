@@ -25,6 +25,12 @@ from backend.widgets.style import COLORS, base_layout
 
 SPEC = WidgetSpec(
     name="sequential_vs_parallel",
+    try_next=(
+        "Raise `length` towards 1024: the step-by-step loop's time grows with every step while "
+        "the one parallel product grows far more slowly, so the speed-up widens. Then move "
+        "`factor` above 1 and watch the gradient carried back through the steps explode instead "
+        "of vanish."
+    ),
     title="One step after another, or all at once",
     description="Wall-clock time of an RNN's T dependent steps against the same arithmetic "
                 "as one matrix product, and the gradient product along T steps.",

@@ -232,6 +232,9 @@ class WidgetSpec:
     prepare: Callable[[dict], dict] | None = None
     limits: Callable[[dict], dict] | None = None
     check: Callable[[dict], None] | None = None
+    # One or two sentences for the reader's notebook (`GET .../notebook`): what to change next
+    # and what they will see. Name the param to move in backticks (`d_k`).
+    try_next: str = ""
 
     def __post_init__(self):
         names = {p.name for p in self.params}

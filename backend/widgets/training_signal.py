@@ -32,6 +32,10 @@ CLOSE = 0.02              # "within 2% of the curve": the tolerance `settles_fro
 
 SPEC = WidgetSpec(
     name="training_signal",
+    try_next=(
+        "Raise `mask_rate`: a masked language model learns only from that share of the positions, "
+        "while next-token prediction gets a signal at every one of the `length` positions."
+    ),
     title="Training signals from one passage",
     description="Predictions a decoder-only model and a masked (BERT-style) encoder get from the "
                 "same passage, and their ratio across passage lengths.",

@@ -58,8 +58,13 @@ def _schema(app, negative_only: bool = False):
     return schema
 
 
-light_canned = _schema(CANNED_APP).exclude(path_regex=HEAVY_PATHS)
-light_schema = _schema(APP).exclude(path_regex=HEAVY_PATHS)  # the real sample
+# A notebook (GET .../notebook) computes nothing but is a 100-200 KB answer to build: its
+# query parameters get NOTEBOOK_EXAMPLES requests per widget, in both modes.
+NOTEBOOK_EXAMPLES = int(os.environ.get("BOOK_SCHEMATHESIS_EXAMPLES_NOTEBOOK", "100"))
+NOTEBOOK_PATHS = "^/api/widgets/[a-z_]+/notebook$"
+notebook_schema = _schema(APP).include(path_regex=NOTEBOOK_PATHS)
+light_canned = _schema(CANNED_APP).exclude(path_regex=HEAVY_PATHS).exclude(path_regex=NOTEBOOK_PATHS)
+light_schema = _schema(APP).exclude(path_regex=HEAVY_PATHS).exclude(path_regex=NOTEBOOK_PATHS)
 heavy_schema = _schema(APP).include(path_regex=HEAVY_PATHS)  # both modes, HEAVY_EXAMPLES each
 heavy_negative = _schema(APP, negative_only=True).include(path_regex=HEAVY_PATHS)
 SENT: Counter = Counter()
@@ -91,6 +96,12 @@ def test_every_response_conforms_and_none_is_a_5xx(case, canned_compute):
 @light_schema.parametrize()
 @settings(max_examples=REAL_EXAMPLES, **SETTINGS)
 def test_every_response_conforms_computed_for_real(case):
+    _check(case)
+
+
+@notebook_schema.parametrize()
+@settings(max_examples=NOTEBOOK_EXAMPLES, **SETTINGS)
+def test_notebook_queries_conform_and_none_is_a_5xx(case):
     _check(case)
 
 

@@ -1,6 +1,30 @@
 /* The buttons in a widget's head: "Copy link to this setting" and "Reset" (Widget methods). */
 
+import { el } from "./dom.js";
+
 export var methods = {};
+
+/* "Open as notebook": a download of this setting as a Jupyter notebook that runs the book's
+ * code (`GET <api>/widgets/<name>/notebook?<params>`). Its href follows the setting: it is
+ * rebuilt from `widget.params` whenever the reader may be about to follow it. */
+export function notebookLink(widget) {
+  var a = el("a", { "class": "tw-action tw-notebook", download: "",
+                    title: "Download this setting as a Jupyter notebook that runs the book's code" },
+             "Open as notebook");
+  function follow() {
+    var query = new URLSearchParams();
+    widget.spec.params.forEach(function (p) {
+      var v = widget.params[p.name];
+      if (v !== undefined && v !== p.default) query.set(p.name, String(v));
+    });
+    var qs = query.toString();
+    a.href = widget.api + "/widgets/" + encodeURIComponent(widget.spec.name) + "/notebook" +
+      (qs ? "?" + qs : "");
+  }
+  ["pointerenter", "focus", "click"].forEach(function (type) { a.addEventListener(type, follow); });
+  follow();
+  return a;
+}
 
 /* This widget's setting as a link that opens the page on this widget (its URL keys only). */
 methods.link = function () {

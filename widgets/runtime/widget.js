@@ -2,7 +2,7 @@
  * figure drawing (render.js), the requests (scheduler.js), the server's spec (live-spec.js) and
  * the head's buttons (actions.js) are its other methods. */
 
-import { methods as actions } from "./actions.js";
+import { methods as actions, notebookLink } from "./actions.js";
 import { buildControl, guardTouch, valueText } from "./controls.js";
 import { el } from "./dom.js";
 import { methods as liveSpec } from "./live-spec.js";
@@ -130,6 +130,7 @@ Widget.prototype.build = function () {
   this.copyButton.addEventListener("click", function () { self.copyLink(); });
   this.resetButton.addEventListener("click", function () { self.reset(); });
   actions.appendChild(this.copyButton);
+  actions.appendChild(notebookLink(this));
   actions.appendChild(this.resetButton);
   head.appendChild(actions);
   [head, form, this.error, this.notice, this.plot, this.summary, this.valuesBox, this.table,
