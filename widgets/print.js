@@ -2,14 +2,14 @@
  * static, from the JSON the build put beside it, in the light theme; the math typeset. When all
  * of it is done, <html data-tw-print="ready"> (widgets/print_pdf.py waits for it), or "failed"
  * with the reason in data-tw-print-error. No controls, no API calls: the widgets' own runtime
- * (runtime.js) is not loaded here. */
+ * (widgets/runtime/) is not loaded here. */
 (function () {
   "use strict";
   var WIDTH = 660;  // px: the text column of an A4 page with the print margins (print.css)
   var theme = JSON.parse(document.getElementById("tw-theme").textContent);
   var light = theme.themes.light;
 
-  /* Light text, grid and axis colours where the figure names none (as runtime.js themes a
+  /* Light text, grid and axis colours where the figure names none (as the runtime's theme.js themes a
    * figure for a light page), white paper, and the weight scale with a white zero end. */
   function themed(fig, height) {
     var font = { color: light.font };

@@ -162,7 +162,7 @@ def _distributions() -> dict:
     return importlib.metadata.packages_distributions()  # scans every installed package: once
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _distribution(import_name: str) -> str:
     """`bpe_openai` -> `bpe-openai==0.1.4`: the pip name and the version this server runs."""
     dists = _distributions().get(import_name) or [import_name]
@@ -252,8 +252,8 @@ def _needs(spec: WidgetSpec, c: Carried) -> str:
              "This notebook reproduces one setting of a widget from *The interactive Transformer* "
              "book: it sets the parameters you chose on the page, runs the same computation the "
              "book's server runs, with the book's own code, and draws the same figure.", "",
-             f"**What it needs.** Python 3.10 or newer, Jupyter, and these packages (the versions "
-             f"the book's server runs):", "", f"    pip install {pip}"]
+             "**What it needs.** Python 3.10 or newer, Jupyter, and these packages (the versions "
+             "the book's server runs):", "", f"    pip install {pip}"]
     if c.book_model:
         words += ["", "**The book's trained model.** This widget runs the small language model "
                   "the book trains. Its code comes with this notebook, but its weights "
@@ -319,7 +319,7 @@ def build(name: str, module, params: dict) -> nbformat.NotebookNode:
     cells = [_cell("markdown", _needs(spec, c))]
 
     listing = "\n".join(f"- `{rel}`" for rel in files)
-    cells.append(_cell("markdown", 
+    cells.append(_cell("markdown",
         "## The book's code\n\nThe next cell holds the book's source files this widget uses, as "
         "the server read them when it made this notebook, and writes them into a folder "
         f"`{SRC_DIR}/` next to the notebook so Python can import them. They are plain PyTorch; "
@@ -330,27 +330,27 @@ def build(name: str, module, params: dict) -> nbformat.NotebookNode:
     body += "}\n\n" + _WRITE.format(src=SRC_DIR, weights=BOOK_WEIGHT_FILES if c.book_model else ())
     cells.append(_cell("code", body))
 
-    cells.append(_cell("markdown", 
+    cells.append(_cell("markdown",
         "## Your setting\n\nThe parameters you had on the page. `SPEC.resolve` checks them "
         "against the widget's rules and fills in any you leave out with the book's defaults."))
-    cells.append(_cell("code", 
+    cells.append(_cell("code",
         _params_cell(spec, params) + "\n\n"
         f"from backend.widgets import {name} as widget\n\n"
         "setting = widget.SPEC.resolve(params)\nsetting"))
 
-    cells.append(_cell("markdown", 
+    cells.append(_cell("markdown",
         "## The computation and its figure\n\n`compute` is what the server runs for every slider "
         "move; it returns named `values` and a Plotly `figure`."))
-    cells.append(_cell("code", 
+    cells.append(_cell("code",
         "import plotly.graph_objects as go\n\n"
         "result = widget.compute(setting)\n"
         "if result.get('summary'):\n    print(result['summary'])\n"
         "go.Figure(result['figure'])"))
 
-    cells.append(_cell("markdown", 
+    cells.append(_cell("markdown",
         "## What to try next\n\n" + spec.try_next + "\n\n"
         "The last cell shows the computed values as JSON, as the book's API returns them."))
-    cells.append(_cell("code", 
+    cells.append(_cell("code",
         "from IPython.display import display\n"
         "from backend.widgets.serialize import finite\n\n"
         "display({'application/json': finite({'widget': widget.SPEC.name, 'params': setting,\n"

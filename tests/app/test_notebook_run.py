@@ -8,7 +8,6 @@ out."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import nbformat
