@@ -45,7 +45,6 @@ import json
 import os
 import platform
 import random
-import re
 import resource
 import signal
 import socket
@@ -54,7 +53,7 @@ import sys
 import time
 import urllib.request
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,9 +61,10 @@ RESULTS = ROOT / "tests" / "benchmarks" / "results"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-CLASSES = ("page", "asset", "api-light", "api-heavy")
-ASSET_RE = re.compile(r'(?:<link[^>]+href|<script[^>]+src|<img[^>]+src)="([^"#]+)"')
-
+# What the readers do (pages, their assets, the slider moves, all checked by the specs) is
+# in load_plan.py, beside this file.
+from load_plan import Plan, make_plan  # noqa: E402
+from load_report import Record, markdown, summarize  # noqa: E402
 
 # --- the server --------------------------------------------------------------------------------
 
@@ -155,150 +155,6 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-# --- what the readers do -------------------------------------------------------------------------
-
-def pages_with_widgets(site: Path) -> dict[str, list[str]]:
-    """URL path of each built page -> the widgets it shows."""
-    out: dict[str, list[str]] = {}
-    for page in sorted(site.rglob("index.html")):
-        names = re.findall(r'data-widget="([\w-]+)"', page.read_text(encoding="utf-8"))
-        rel = page.parent.relative_to(site).as_posix()
-        out["/" + (rel + "/" if rel != "." else "")] = sorted(set(names))
-    return out
-
-
-def _grid(p: dict, eff: dict) -> list:
-    lo, hi = eff["min"], eff["max"]
-    if p["type"] == "int":
-        step = int(p.get("step") or 1)
-        values = list(range(int(lo), int(hi) + 1, step))
-        if len(values) > 4000:  # a wide integer slider: its stops, as a 400-px track allows
-            values = sorted({int(lo + round((hi - lo) * i / 400 / step) * step) for i in range(401)})
-        return values
-    step = p.get("step")
-    if p.get("scale") == "log" or not step:
-        n = 200
-        if p.get("scale") == "log":
-            return [float(f"{lo * (hi / lo) ** (i / n):.4g}") for i in range(n + 1)]
-        return [float(f"{lo + (hi - lo) * i / n:.4g}") for i in range(n + 1)]
-    count = int(round((hi - lo) / step))
-    if count > 4000:
-        return [round(lo + round(count * i / 400) * step, 6) for i in range(401)]
-    return [round(lo + i * step, 6) for i in range(count + 1)]
-
-
-@dataclass
-class Move:
-    widget: str
-    heavy: bool
-    param: str
-    everywhere: list  # every stop of the slider that the spec accepts from the defaults
-    shared: list  # the few stops the whole class is told to try
-    defaults: dict = field(default_factory=dict)
-
-    def body(self, rng: random.Random, repeat_share: float) -> dict:
-        pool = self.shared if rng.random() < repeat_share else self.everywhere
-        return {**self.defaults, self.param: rng.choice(pool)}
-
-
-# Heavy widgets a class drags: which slider, from which settings. Timing widgets, text boxes
-# and model switches are left out: a reader does not drag them.
-HEAVY_MOVES = {
-    "attention_map": ("head", {"average": False}),
-    "sampling": ("temperature", {}),
-    "parity": ("seq_len", {}),
-    "sequential_vs_parallel": ("factor", {}),
-}
-
-
-def plan_moves(widgets: set[str] | None = None, shared_stops: int = 8,
-               spread: int = 64) -> list[Move]:
-    """One Move per (widget, numeric slider) the book has; every value checked by the spec."""
-    from backend.widgets import REGISTRY
-    from backend.widgets.spec import ParamError
-
-    moves = []
-    for name, module in REGISTRY.items():
-        if widgets is not None and name not in widgets:
-            continue
-        spec = module.SPEC
-        heavy = spec.cost_hint == "heavy"
-        chosen = HEAVY_MOVES.get(name) if heavy else None
-        if heavy and chosen is None:
-            continue
-        base = {**spec.defaults(), **(chosen[1] if chosen else {})}
-        if not heavy:
-            module.compute(spec.resolve(base))  # the first call pays for imports and caches
-        budget = [0.3]  # CPU seconds per widget for checking stops by compute
-        labels = {q.name: q.label for q in spec.params}
-        for p in spec.to_json()["params"]:
-            if p["type"] not in ("int", "float") or (chosen and p["name"] != chosen[0]):
-                continue
-            param = next(q for q in spec.params if q.name == p["name"])
-            others = {k: v for k, v in base.items() if k != p["name"]}
-            eff = param.effective(others, labels)
-            if eff.get("disabled"):
-                continue
-            grid = _grid(p, eff)
-            # At most `spread` stops per slider, checked by the spec and, for an analytic widget,
-            # by its compute too (cross-parameter rules, e.g. heads dividing the width, are
-            # compute's 400s) within 0.3 s of CPU per widget: moves the server must accept.
-            if len(grid) > spread:
-                grid = sorted({grid[round(i * (len(grid) - 1) / (spread - 1))]
-                               for i in range(spread)}, key=grid.index)
-            ok = []
-            for v in grid:
-                try:
-                    params = spec.resolve({**base, p["name"]: v})
-                    if not heavy:
-                        if budget[0] <= 0:
-                            continue  # unchecked stops are left out, never sent unchecked
-                        t0 = time.thread_time()
-                        try:
-                            module.compute(params)
-                        finally:
-                            budget[0] -= time.thread_time() - t0
-                except ParamError:
-                    continue
-                ok.append(v)
-            if len(ok) < 2:
-                continue
-            shared = [ok[round(i * (len(ok) - 1) / (shared_stops - 1))] for i in range(shared_stops)]
-            moves.append(Move(name, heavy, p["name"], ok, sorted(set(shared), key=ok.index),
-                              {k: v for k, v in (chosen[1] if chosen else {}).items()}))
-    return moves
-
-
-@dataclass
-class Record:
-    cls: str
-    start: float  # time.monotonic()
-    ms: float
-    status: int  # 0: no HTTP answer (connection refused / reset / timeout)
-    cached: bool | None = None
-    error: str | None = None
-
-
-@dataclass
-class Plan:
-    base: str
-    pages: dict[str, list[str]]  # widget chapters -> their widgets
-    assets: dict[str, list[str]]  # page -> asset URLs
-    light: list[Move]
-    heavy: list[Move]
-    heavy_share: float = 0.05
-    repeat_share: float = 0.7
-    navigate_share: float = 0.03
-    think: tuple[float, float] = (1.0, 3.0)
-
-    @staticmethod
-    def by_widget(moves: list[Move]) -> dict[str, list[Move]]:
-        out: dict[str, list[Move]] = {}
-        for m in moves:
-            out.setdefault(m.widget, []).append(m)
-        return out
-
-
 stale = [0]  # requests retried once after a kept-alive connection turned out closed
 
 
@@ -384,98 +240,6 @@ async def run_level(plan: Plan, readers: int, duration: float, ramp: float = 5.0
         if t.exception():
             raise t.exception()
     return records, time.monotonic() - t0
-
-
-def site_assets(site: Path, base: str, paths: list[str]) -> dict[str, list[str]]:
-    """Same-origin stylesheets, scripts and images each page's HTML names (what a browser with
-    an empty cache fetches before the page is complete; fonts and Plotly's own lazy loads are
-    left to the page-weight benchmark, which asks a real Chromium)."""
-    out = {}
-    for path in paths:
-        html = (site / path.strip("/") / "index.html").read_text(encoding="utf-8")
-        urls = []
-        for ref in ASSET_RE.findall(html):
-            if ref.startswith(("http:", "https:", "//", "data:", "mailto:")) or ref.endswith("/"):
-                continue
-            target = (site / path.strip("/") / ref.split("?")[0]).resolve()
-            if not target.is_file():
-                continue
-            urls.append(base + "/" + target.relative_to(site.resolve()).as_posix())
-        out[path] = sorted(set(urls))
-    return out
-
-
-def make_plan(site: Path, base: str, heavy_share: float = 0.05,
-              repeat_share: float = 0.7) -> Plan:
-    pages = {p: w for p, w in pages_with_widgets(site).items() if w}
-    moves = plan_moves({w for ws in pages.values() for w in ws})
-    return Plan(base, pages, site_assets(site, base, list(pages)),
-                [m for m in moves if not m.heavy], [m for m in moves if m.heavy],
-                heavy_share=heavy_share, repeat_share=repeat_share)
-
-
-# --- figures -------------------------------------------------------------------------------------
-
-def pct(xs: list[float], q: float) -> float | None:
-    if not xs:
-        return None
-    xs = sorted(xs)
-    return round(xs[min(len(xs) - 1, max(0, int(round(q * len(xs) + 0.5)) - 1))], 1)
-
-
-def summarize(records: list[Record], wall: float) -> dict:
-    out = {"requests": len(records), "wall_s": round(wall, 1),
-           "throughput_rps": round(len(records) / wall, 1), "classes": {},
-           "errors_by_status": {}}
-    for cls in CLASSES:
-        rs = [r for r in records if r.cls == cls]
-        if not rs:
-            continue
-        ok = [r.ms for r in rs if 200 <= r.status < 400]
-        errors: dict[str, int] = {}
-        for r in rs:
-            if not 200 <= r.status < 400:
-                key = str(r.status) if r.status else (r.error or "no answer").split(":")[0]
-                errors[key] = errors.get(key, 0) + 1
-                out["errors_by_status"][key] = out["errors_by_status"].get(key, 0) + 1
-        entry = {"n": len(rs), "rps": round(len(rs) / wall, 1), "p50_ms": pct(ok, 0.5),
-                 "p95_ms": pct(ok, 0.95), "p99_ms": pct(ok, 0.99),
-                 "max_ms": round(max(ok), 1) if ok else None, "errors": errors}
-        if cls.startswith("api"):
-            answered = [r for r in rs if r.cached is not None]
-            entry["cached_share"] = (round(sum(r.cached for r in answered) / len(answered), 3)
-                                     if answered else None)
-            computed = [r.ms for r in answered if not r.cached]
-            entry["computed_p95_ms"] = pct(computed, 0.95)
-        samples = sorted({r.error for r in rs if r.error})[:4]
-        if samples:
-            entry["error_samples"] = samples
-        out["classes"][cls] = entry
-    return out
-
-
-def markdown(result: dict) -> str:
-    lines = [f"# Load benchmark ({result['date']})", "",
-             f"Server: {result['server']}. Machine: {result['cpus']} CPUs, load average before "
-             f"the run {result['load_average_before']}. {result['note']}", ""]
-    for level in result["levels"]:
-        lines += [f"## {level['readers']} readers, {level['duration_s']} s: "
-                  f"{level['throughput_rps']} requests/s, errors {level['errors_by_status'] or 'none'}",
-                  "",
-                  f"Generator CPU {level['client_cpu_share']:.0%} of one core; server CPU "
-                  f"{level.get('server_cpu_share', 0):.0%} of one core, peak RSS "
-                  f"{level.get('server_peak_rss_mib', '?')} MiB; load average after "
-                  f"{level['load_average_after']}. Retried once on a kept-alive connection the server "
-                  f"had closed: {level['retried_on_closed_keepalive']}.", "",
-                  "| class | requests | per s | p50 ms | p95 ms | p99 ms | max ms | cached | errors |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
-        for cls, e in level["classes"].items():
-            cached = "" if e.get("cached_share") is None else f"{e['cached_share']:.0%}"
-            lines.append(f"| {cls} | {e['n']} | {e['rps']} | {e['p50_ms']} | {e['p95_ms']} | "
-                         f"{e['p99_ms']} | {e['max_ms']} | {cached} | "
-                         f"{', '.join(f'{k}: {v}' for k, v in e['errors'].items()) or '0'} |")
-        lines.append("")
-    return "\n".join(lines)
 
 
 class Sampler:
