@@ -53,6 +53,16 @@ def size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
+def drop(paths: list[Path], what: str, dry_run: bool) -> int:
+    """Remove files and folders, say what and how much; returns the bytes."""
+    n = sum(size(p) for p in paths)
+    print(f"{n / 2**20:7.1f} MiB  {what}")
+    if not dry_run:
+        for p in paths:
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    return n
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("venv", type=Path)
@@ -75,22 +85,12 @@ def main(argv=None) -> int:
                 for script in (args.venv / "bin").glob(f"{rel}*"):
                     script.unlink()
     tools = [p for p in (site / "torch/bin").iterdir() if p.name not in TORCH_BIN_KEEP]
-    n = sum(size(p) for p in tools)
-    saved += n
-    print(f"{n / 2**20:7.1f} MiB  torch/bin but {', '.join(TORCH_BIN_KEEP)}: protoc, C++ "
-          f"test runners")
-    if not args.dry_run:
-        for p in tools:
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    saved += drop(tools, f"torch/bin but {', '.join(TORCH_BIN_KEEP)}: protoc, C++ test runners",
+                  args.dry_run)
     caches = [p for p in (site / "transformers/models").glob("*/__pycache__")
               if p.parent.name not in KEEP_BYTECODE]
-    n = sum(size(p) for p in caches)
-    saved += n
-    print(f"{n / 2**20:7.1f} MiB  bytecode of {len(caches)} transformers model families the "
-          f"book does not load")
-    if not args.dry_run:
-        for p in caches:
-            shutil.rmtree(p)
+    saved += drop(caches, f"bytecode of {len(caches)} transformers model families the book "
+                          f"does not load", args.dry_run)
     libs = [site / rel for rel in STRIP]
     missing = [str(p) for p in libs if not p.is_file()]
     if missing:

@@ -46,14 +46,10 @@ import os
 import platform
 import random
 import resource
-import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,36 +62,9 @@ if str(ROOT) not in sys.path:
 from load_plan import Plan, make_plan  # noqa: E402
 from load_report import Record, markdown, summarize  # noqa: E402
 
-# --- the server --------------------------------------------------------------------------------
+from tests.support.server import Server, serve  # noqa: E402
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class Server:
-    base: str
-    proc: subprocess.Popen | None  # None: an address we did not start
-    log: Path | None = None
-
-    def workers(self) -> list[int]:
-        import psutil
-
-        if self.proc is None:
-            return []
-        return [c.pid for c in psutil.Process(self.proc.pid).children()]
-
-    def tree(self) -> list:
-        """The master and its workers, as psutil processes."""
-        import psutil
-
-        if self.proc is None:
-            return []
-        master = psutil.Process(self.proc.pid)
-        return [master] + master.children(recursive=True)
-
+# --- the server: tests/support/server.py's launcher (`make serve`'s command), or --url ------
 
 def wait_healthy(base: str, proc: subprocess.Popen | None, timeout: float = 90.0) -> None:
     deadline = time.time() + timeout
@@ -107,52 +76,6 @@ def wait_healthy(base: str, proc: subprocess.Popen | None, timeout: float = 90.0
             if (proc is not None and proc.poll() is not None) or time.time() > deadline:
                 raise RuntimeError(f"{base} did not answer /api/health") from None
             time.sleep(0.2)
-
-
-@contextmanager
-def serve(site_dir: Path, env: dict | None = None, port: int | None = None,
-          workers: int | None = None, log: Path | None = None):
-    """`gunicorn -c backend/gunicorn_conf.py` on 127.0.0.1 (the command `make serve` runs),
-    yielding a Server as soon as /api/health answers; terminated (then killed) afterwards.
-    `workers` None keeps gunicorn_conf's default; `env` adds or overrides variables."""
-    port = port or free_port()
-    full = {**os.environ, "PORT": str(port), "HOST": "127.0.0.1", "BOOK_SITE_DIR": str(site_dir),
-            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    if workers is not None:
-        full["WEB_CONCURRENCY"] = str(workers)
-    full.update(env or {})
-    out = open(log, "wb") if log else subprocess.DEVNULL
-    proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", "backend/gunicorn_conf.py"],
-                            cwd=ROOT, env=full, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    server = Server(f"http://127.0.0.1:{port}", proc, log)
-    try:
-        try:
-            wait_healthy(server.base, proc)
-        except RuntimeError:
-            tail = log.read_text(errors="replace")[-3000:] if log else ""
-            raise RuntimeError(f"gunicorn did not start\n{tail}") from None
-        # A worker answers as soon as it is imported (it warms in the background), possibly
-        # before gunicorn has forked the others: wait for all of them.
-        expected = int(full.get("WEB_CONCURRENCY") or 0)
-        deadline = time.time() + 90
-        while expected and len(server.tree()) < expected + 1 and time.time() < deadline:
-            time.sleep(0.2)
-        yield server
-    finally:
-        stop(proc)
-        if log:
-            out.close()
-
-
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=25)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 stale = [0]  # requests retried once after a kept-alive connection turned out closed
