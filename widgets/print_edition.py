@@ -45,7 +45,7 @@ NEW_PLOT = re.compile(r"Plotly\.newPlot\(\s*")
 REF_ATTRS = ("aria-labelledby", "aria-describedby", "aria-controls", "for")
 URL_ATTRS = ("href", "src", "xlink:href")
 
-_NAV: list[tuple[Page, str | None]] = []  # (page, the nav section it opens, if it opens one)
+_NAV: list[tuple[Page, str, str | None]] = []  # (page, nav title, the nav section it opens)
 
 
 # ------------------------------------------------------------------------- MkDocs events
@@ -57,12 +57,13 @@ def on_files(files: Files, config) -> Files:
 
 
 def on_nav(nav: Navigation, config, files) -> Navigation:
-    """Remember the pages in the nav's order, each with the section it opens (its "part")."""
+    """Remember the pages in the nav's order, each with its nav title (taken now: a notebook's
+    page title later becomes its first heading) and the section it opens (its "part")."""
     _NAV.clear()
     current = None
     for page in nav.pages:
         section = page.parent.title if isinstance(page.parent, Section) else None
-        _NAV.append((page, section if section != current else None))
+        _NAV.append((page, page.title, section if section != current else None))
         current = section
     return nav
 
@@ -71,7 +72,7 @@ def on_post_build(config) -> None:
     site = Path(config["site_dir"])
     out = site / PRINT_URL / "index.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(assemble(site, [(p.url, p.title, p.file.dest_uri, s) for p, s in _NAV],
+    out.write_text(assemble(site, [(p.url, title, p.file.dest_uri, s) for p, title, s in _NAV],
                             config["site_name"], config.get("site_description") or ""),
                    encoding="utf-8")
     log.info("print edition: %d pages in %s", len(_NAV), out.relative_to(site))

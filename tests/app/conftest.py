@@ -83,6 +83,15 @@ def _slow_server(workers=1, **env_extra):
             "-k", "gthread", "-w", str(workers), "--threads", str(THREADS),
             "-b", "127.0.0.1:{port}", "--no-control-socket", "--pythonpath", "tests/app",
             "--backlog", "256", "slow_app:create()"]) as server:
+        # Each worker imports the app after its fork (no preload): wait until every one has
+        # answered, or a test of how work spreads over workers measures the first one alone.
+        seen, deadline = set(), time.time() + 90
+        while len(seen) < workers and time.time() < deadline:
+            _, headers, _, _ = _post(server.port, "127.0.0.1", {}, path="/api/health",
+                                     method="GET")
+            seen.add(headers.get("X-Test-Worker"))
+            time.sleep(0.02)
+        assert len(seen) >= workers, f"only {len(seen)} of {workers} workers answered in 90 s"
         yield server.port
 
 

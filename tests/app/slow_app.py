@@ -25,4 +25,10 @@ def create():
         return canned
 
     module.compute = compute
+
+    @app.after_request
+    def say_which_worker(resp):  # the tests wait until every worker has answered once
+        resp.headers["X-Test-Worker"] = str(os.getpid())
+        return resp
+
     return app

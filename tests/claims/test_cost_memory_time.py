@@ -21,7 +21,9 @@ pytestmark = pytest.mark.usefixtures("private_timing_lock")
 
 
 def values(**params):
-    return w.compute(w.SPEC.resolve(params))["values"]
+    """What `{{ value("attention_cost", ...) }}` reads: compute's values and the build's facts."""
+    resolved = w.SPEC.resolve(params)
+    return {**w.compute(resolved)["values"], **w.facts(resolved)}
 
 
 # "In float32 it is the scores and the weights side by side, 8 bytes per query-key pair ...

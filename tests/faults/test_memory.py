@@ -58,11 +58,35 @@ def largest(spec) -> list[dict]:
             variants.append({**base, p.name: not base[p.name]})
     out = []
     for v in variants:
-        try:
-            out.append(spec.resolve(v))
-        except ParamError:
-            pass  # a combination the spec itself refuses (its 400 is tested elsewhere)
+        for _ in range(30):
+            try:
+                out.append(spec.resolve(v))
+                break
+            except ParamError as exc:
+                # A rule across params (the spec's `check`/`limits` hooks, run by resolve):
+                # the numbers the message quotes step down together until the rule holds,
+                # the largest combination the spec accepts near the tops.
+                # (Not the param the error is filed under when others are quoted: that is the
+                # budget they are measured against.)
+                quoted = set(re.findall(r"'([^']+)'", str(exc)))
+                p = next((q for q in spec.params if exc.param in (q.name,)), None)
+                others = quoted - {exc.param, p.label if p else None}
+                v = _step_down(spec, v, others or quoted | {exc.param})
+                if v is None:
+                    break
     return out
+
+
+def _step_down(spec, params: dict, named: set) -> dict | None:
+    out = dict(params)
+    for p in spec.params:
+        if (p.name in named or p.label in named) and p.type in ("int", "float"):
+            new = p.min + (out[p.name] - p.min) * 0.7
+            if p.type == "int":
+                step = int(p.step or 1)
+                new = int(p.min + int((new - p.min) // step) * step)
+            out[p.name] = new
+    return out if out != params else None
 
 
 def shrink(spec, params: dict, body: dict) -> dict | None:

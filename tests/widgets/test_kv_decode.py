@@ -8,8 +8,8 @@ import statistics
 
 import pytest
 import torch
-from werkzeug.exceptions import ServiceUnavailable
 
+from backend.errors import Busy
 from backend.reference import decode
 from backend.reference.generate import token_steps
 from backend.widgets import kv_decode as w
@@ -202,7 +202,7 @@ def test_timings_run_under_the_lock_on_one_thread_and_are_remembered(monkeypatch
     real = decode.step_times
 
     def spy(*a, **k):
-        with pytest.raises(ServiceUnavailable):  # the lock is held: a second taker waits, gives up
+        with pytest.raises(Busy):  # the lock is held: a second taker waits, gives up
             with measure.timing_lock(wait=0.05):
                 pass
         seen.append(torch.get_num_threads())
