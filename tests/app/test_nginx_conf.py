@@ -120,3 +120,17 @@ def test_the_proxy_retries_a_stopped_replica_but_never_a_slow_computation():
     heavy_wait = settings.BY_NAME["BOOK_HEAVY_WAIT_SECONDS"].default
     assert seconds("proxy_connect_timeout") < heavy_wait
     assert heavy_wait < seconds("proxy_next_upstream_timeout") < seconds("proxy_read_timeout")
+
+
+def test_the_proxy_lets_idle_replica_connections_go_before_gunicorn_does():
+    """nginx keeps idle connections to the replicas; gunicorn closes a kept-alive connection
+    after its `keepalive` seconds. nginx must drop them first, or it writes requests into
+    connections the replica has closed."""
+    import backend.gunicorn_conf as conf
+
+    conf_text = (NGINX / "default.conf").read_text()
+    upstream = conf_text[conf_text.index("upstream book_app {"):]
+    upstream = upstream[: upstream.index("}")]
+    (line,) = [x.strip() for x in upstream.splitlines() if x.strip().startswith("keepalive_timeout")]
+    seconds = float(line.split()[1].rstrip(";").rstrip("s"))
+    assert 0 < seconds < conf.keepalive
