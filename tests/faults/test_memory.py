@@ -81,12 +81,17 @@ def _step_down(spec, params: dict, named: set) -> dict | None:
     out = dict(params)
     for p in spec.params:
         if (p.name in named or p.label in named) and p.type in ("int", "float"):
-            new = p.min + (out[p.name] - p.min) * 0.7
-            if p.type == "int":
-                step = int(p.step or 1)
-                new = int(p.min + int((new - p.min) // step) * step)
-            out[p.name] = new
+            out[p.name] = _lower(p, out[p.name])
     return out if out != params else None
+
+
+def _lower(p, v):
+    """A number 70 % of its way above the param's minimum, on the param's step."""
+    new = p.min + (v - p.min) * 0.7
+    if p.type == "int":
+        step = int(p.step or 1)
+        new = int(p.min + int((new - p.min) // step) * step)
+    return new
 
 
 def shrink(spec, params: dict, body: dict) -> dict | None:
@@ -104,10 +109,7 @@ def shrink(spec, params: dict, body: dict) -> dict | None:
         if p.type == "text":
             new = v[: int(len(v) * 0.7)].strip()
         elif p.type in ("int", "float"):
-            new = p.min + (v - p.min) * 0.7
-            if p.type == "int":
-                step = int(p.step or 1)
-                new = int(p.min + int((new - p.min) // step) * step)
+            new = _lower(p, v)
         else:
             continue
         if new == v:
