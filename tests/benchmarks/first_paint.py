@@ -21,8 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "site"))
-from conftest import CHROMIUM, CHROMIUM_ARGS, gunicorn  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from test_runtime_paint import throttled_load  # noqa: E402
+
+from tests.support.server import serve  # noqa: E402
 
 PAGES = {"/": None,
          "/chapters/scaling/": '[data-widget="attention_scaling"] .tw-plot .main-svg',
@@ -41,7 +43,8 @@ def main() -> None:
 
     result = {"benchmark": "first_paint", "label": args.label, "link": "1.6 Mbit/s, 40 ms",
               "date": time.strftime("%Y-%m-%d %H:%M"), "pages": {}}
-    with gunicorn(Path(args.site)) as base, sync_playwright() as pw:
+    with serve(Path(args.site)) as server, sync_playwright() as pw:
+        base = server.base
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for path, figure in PAGES.items():
             fcp, fig = [], []

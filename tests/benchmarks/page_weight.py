@@ -26,10 +26,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "site"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from load import pages_with_widgets, serve  # noqa: E402
+from load_plan import pages_with_widgets  # noqa: E402
+
+from tests.support.server import serve  # noqa: E402
 
 TARGET_BYTES = 1_500_000
 

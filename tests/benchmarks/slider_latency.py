@@ -47,6 +47,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "site"))
 from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 

@@ -14,7 +14,8 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
-from load import Plan, plan_moves, run_level  # noqa: E402
+from load import run_level  # noqa: E402
+from load_plan import Plan, plan_moves  # noqa: E402
 
 from tests.support.server import serve  # noqa: E402
 

@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
-from load import pages_with_widgets  # noqa: E402
+from load_plan import pages_with_widgets  # noqa: E402
 
 from tests.support.server import free_port, serve  # noqa: E402
 
