@@ -19,9 +19,15 @@ from load_plan import Plan, plan_moves  # noqa: E402
 
 from tests.support.server import serve  # noqa: E402
 
-# The limiter is not under test here: a 429 would be counted as a lost request.
-NO_LIMIT = {"BOOK_RATE_LIMIT": "off"}
-READERS, SECONDS, KILL_AT = 40, 12.0, 4.0
+# Neither the rate limit nor the fair queue's back-pressure is under test here: a 429, or a 503
+# for a full queue or a long wait, would be counted as a lost request. So the limiter is off, a
+# queued request may wait a minute, and there are fewer readers than one worker has slots and
+# places (2 x (1 + 16) = 34): while the survivor answers alone, and its replacement imports and
+# warms on the same cores, every reader's request fits in its queue. (A CI run with 40 readers
+# on 2 cores got a 503 from the survivor's queue, not from the kill.)
+NO_LIMIT = {"BOOK_RATE_LIMIT": "off", "BOOK_COMPUTE_WAIT_SECONDS": "60",
+            "BOOK_MAX_CONCURRENT": "2"}
+READERS, SECONDS, KILL_AT = 30, 12.0, 4.0
 
 
 def _established(pid: int) -> int:
@@ -58,7 +64,7 @@ def test_a_killed_worker_loses_only_its_own_requests(tmp_path):
     assert before[0] not in after and len(after) == 2, (before, after)
 
     lost = [r for r in records if r.status != 200]
-    assert all(r.status == 0 for r in lost), {r.status for r in lost}  # no error answers
+    assert all(r.status == 0 for r in lost), [(r.status, r.error) for r in lost if r.status]
     # Every lost request was in flight when the worker died: started before the kill...
     assert all(r.start <= killed["at"] + 0.5 for r in lost), [
         (round(r.start - killed["at"], 2), r.error) for r in lost]
