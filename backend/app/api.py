@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
 import time
+from pathlib import Path
 
 import torch
 from flask import Blueprint, abort, current_app, jsonify, request
 
 from backend import device
-from backend.app import limits, notebook, openapi
+from backend.app import limits, notebook, openapi, query
 from backend.widgets import REGISTRY
 from backend.widgets.serialize import finite
 from backend.widgets.spec import ParamError
 
 bp = Blueprint("api", __name__, url_prefix="/api")
+BACKEND = Path(__file__).resolve().parents[1]
 OPTIONAL = ("summary", "table", "notice")
 # How long a browser (or nginx) may reuse a spec answer without asking again. The pages adopt
 # this process's spec (its device's ceilings, a `local` checkpoint) over the one baked at build
@@ -75,9 +78,55 @@ def _spec_answer(name: str | None, payload):
 def compute_widget(name: str):
     # The rate limit per client address (Flask-Limiter) was checked before this view ran.
     module = _module(name)
-    guard = limits.get()
-    params = module.SPEC.resolve(_json_body())
+    return jsonify(_answer(name, module, module.SPEC.resolve(_json_body())))
 
+
+@bp.get("/widgets/<name>/result")
+def widget_result(name: str):
+    """The POST's answer for the setting in the query (`?d_k=256&causal=true`), as a GET that
+    browsers and proxies may keep: the same setting asked again within `RESULT_MAX_AGE` is
+    answered by the reader's browser, or by nginx in front of the replicas, without reaching
+    a worker; after that a conditional request is answered 304 without a computation or a
+    cache lookup. The pages send only the parameters that differ from their defaults, in the
+    spec's order, so one setting is one URL."""
+    module = _module(name)
+    params = query.params_from_query(module.SPEC, request.args)
+    tag = result_etag(name, params)
+    if request.if_none_match.contains_weak(tag):
+        resp = current_app.response_class(status=304)
+    else:
+        resp = jsonify(_answer(name, module, params))
+    resp.set_etag(tag, weak=True)
+    resp.cache_control.public = True
+    resp.cache_control.max_age = min(RESULT_MAX_AGE, module.SPEC.result_ttl or RESULT_MAX_AGE)
+    return resp
+
+
+# How long a browser or nginx may reuse a GET result without asking. The answers are
+# deterministic for one release of the code on one device (measured timings are kept as the
+# server's own cache keeps them, up to a widget's `result_ttl`); a redeploy reaches a reader
+# within this time, as the pages' own files do (`site.CACHE_SECONDS`).
+RESULT_MAX_AGE = 600
+
+
+@functools.cache
+def _release() -> str:
+    """What a result depends on besides its setting: the code that computes it (every source
+    file of `backend`), the cache's format version and the device. Read once per process."""
+    digest = hashlib.sha256(f"{limits.CACHE_VERSION}|{device.describe()}".encode())
+    for path in sorted(BACKEND.rglob("*.py")):
+        digest.update(path.relative_to(BACKEND).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def result_etag(name: str, params: dict) -> str:
+    """A weak validator naming the setting and the release: semantically the same answer (a
+    measured timing taken again may differ in its last digits, hence weak)."""
+    return f"{_release()}-{limits.ResultCache.key(name, params).split(':', 1)[1][:20]}"
+
+
+def _answer(name: str, module, params: dict) -> dict:
+    guard = limits.get()
     key = guard.cache.key(name, params)
     start = time.perf_counter()
     result = guard.cache.get(key)
@@ -93,7 +142,7 @@ def compute_widget(name: str):
     # elapsed_ms is what *this* request cost the server: a cached answer reports the lookup,
     # never the old compute time as if it had just been spent (that stays in computed_ms).
     elapsed_ms = result["computed_ms"] if not cached else (time.perf_counter() - start) * 1000
-    return jsonify(finite({
+    return finite({
         "widget": name,
         "params": params,
         "values": result["values"],
@@ -103,7 +152,7 @@ def compute_widget(name: str):
         "computed_ms": result["computed_ms"],
         "cached": cached,
         **{k: result[k] for k in OPTIONAL if k in result},
-    }))
+    })
 
 
 def run(module, params: dict) -> dict:
@@ -127,7 +176,7 @@ def widget_notebook(name: str):
     The query holds the parameters (`?d_k=256&causal=true`), validated by the widget's spec as
     the POST body is; nothing is computed here, so the work is bounded by the spec's size."""
     module = _module(name)
-    params = notebook.params_from_query(module.SPEC, request.args)
+    params = query.params_from_query(module.SPEC, request.args)
     resp = current_app.response_class(notebook.render(name, module, params),
                                       mimetype="application/x-ipynb+json")
     resp.headers["Content-Disposition"] = (

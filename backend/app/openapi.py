@@ -94,13 +94,35 @@ def document(registry: dict) -> dict:
                 },
             },
         }
+        query = [{"name": p.name, "in": "query", "required": False,
+                  "schema": _param_schema(p)} for p in spec.params]
+        paths[f"/api/widgets/{name}/result"] = {"get": {
+            "summary": f"{spec.title}, as a GET that caches",
+            "description": "The POST's answer for the setting in the query string (parameters "
+                           "validated as the POST body is; omitted ones take their defaults). "
+                           "Cache-Control lets browsers and proxies keep it (max-age up to "
+                           "600 s); a weak ETag names the setting and the server's release, so "
+                           "If-None-Match gets a 304 without any computation. The pages use "
+                           "this route." + "".join(f" Rule: {rule}" for rule in spec.rules()),
+            "parameters": query,
+            "responses": {
+                "200": {"description": "values and a Plotly figure", "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/Result"}}}},
+                "304": {"description": "unchanged since the ETag sent in If-None-Match"},
+                "400": _error("a parameter is of the wrong type, out of range (including a "
+                              "range another parameter sets), unknown, or given twice"),
+                "429": _error("rate limited: too many requests from this client address "
+                              "(BOOK_RATE_LIMIT)", retry=True),
+                "503": _error("busy: the fair queue for computations is full, or the "
+                              "request waited too long for a slot", retry=True),
+            },
+        }}
         paths[f"/api/widgets/{name}/notebook"] = {"get": {
             "summary": f"{spec.title}: this setting as a Jupyter notebook",
             "description": "A notebook that sets these parameters, carries the book's code the "
                            "widget runs and runs it (nothing is computed by this request). "
                            "Parameters are validated as the POST body is.",
-            "parameters": [{"name": p.name, "in": "query", "required": False,
-                            "schema": _param_schema(p)} for p in spec.params],
+            "parameters": query,
             "responses": {
                 "200": {"description": "the notebook, as an attachment",
                         "headers": {"Content-Disposition": {"schema": {"type": "string"}}},

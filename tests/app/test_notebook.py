@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from backend.app import notebook
+from backend.app.query import _typed
 from backend.widgets import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +144,7 @@ def test_bad_settings_are_the_posts_400(client, name, query, param, words):
     # no NaN, and an object no key twice).
     if "given" not in words and "nan" not in query:
         names = {p.name for p in REGISTRY[name].SPEC.params}
-        body_json = {k: notebook._typed(REGISTRY[name].SPEC.param(k).type, v) if k in names else v
+        body_json = {k: _typed(REGISTRY[name].SPEC.param(k).type, v) if k in names else v
                      for k, v in (kv.split("=", 1) for kv in query.split("&"))}
         post = client.post(f"/api/widgets/{name}", json=body_json)
         assert post.status_code == 400 and post.get_json()["error"] == body["error"]

@@ -110,9 +110,11 @@ methods.show = function (result, how) {
     this.status.textContent = how.why + ", so this is the nearest result baked " +
       "into the page: " + at + ".";
   } else if (result.cached) {
-    // An answer from the server's cache: no compute time is claimed for it.
+    // An answer from a cache (the server's, one in front of it, or this browser's): no
+    // compute time is claimed for it.
     this.status.textContent = "Computed live on " + result.device + " earlier; this answer " +
-      "came from the server's cache (nothing recomputed); round trip " +
+      "came from " + (result.cachedBy === "browser" ? "your browser's cache" :
+                      "the server's cache") + " (nothing recomputed); round trip " +
       Math.round(result.roundTripMs) + " ms.";
   } else {
     this.status.textContent = "Computed live on " + result.device + " in " +

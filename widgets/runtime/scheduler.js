@@ -1,7 +1,7 @@
 /* The requests: at most one in flight per widget, the newest setting sent the moment the answer
  * before it is in, and the baked fallback when the API does not answer (Widget methods). */
 
-import { isLog, isNum, plain, released } from "./spec.js";
+import { isLog, isNum, plain, released, settingQuery } from "./spec.js";
 
 var REQUEST_TIMEOUT_MS = 15000;
 var BUSY_AFTER_MS = 250;  // only an answer slower than this dims the figure (no flicker in drags)
@@ -73,13 +73,16 @@ methods.request = function () {
   }, BUSY_AFTER_MS);
   var sent = Object.assign({}, this.params);
   this.inflightBody = JSON.stringify(sent);
-  fetch(this.api + "/widgets/" + encodeURIComponent(this.spec.name), {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "Accept": "application/json" },
-    body: this.inflightBody,
+  // A GET with the setting in the URL (no preflight across origins, and cacheable): the same
+  // setting asked again is answered by this browser's cache, or by a cache in front of the API.
+  var url = this.api + "/widgets/" + encodeURIComponent(this.spec.name) + "/result?" +
+    settingQuery(this.spec, sent);
+  fetch(url, {
+    headers: { "Accept": "application/json" },
     signal: controller.signal
   }).then(function (resp) {
     timing.headersAt = performance.now();
+    timing.from = answeredBy(url, resp);
     return resp.text().then(function (text) {
       timing.bodyAt = performance.now();
       timing.bytes = text.length;
@@ -94,6 +97,7 @@ methods.request = function () {
     self.settle(timeout);     // ... and that newer setting leaves now, before this one is drawn
     if (r.resp.ok && r.body && r.body.figure) {
       r.body.roundTripMs = performance.now() - started;
+      if (timing.from) { r.body.cached = true; r.body.cachedBy = timing.from; }
       r.body.timing = timing;
       self.show(r.body, {});
       if (!newer) self.writeUrl(r.body.params || sent);
@@ -189,3 +193,28 @@ methods.fallback = function (why, sent) {
   this.status.textContent = why + ", and this page has no precomputed result for " +
     missing.map(function (p) { return self.describeOne(p, want[p.name]); }).join(", ") + ". Go back to a built-in setting, or try again when the server answers.";
 };
+
+/* Who answered: "browser" when this browser's HTTP cache did (the Resource Timing entry shows no
+ * body on the wire: nothing sent, or a 304 revalidation), "proxy" when a cache in front of the
+ * API did (nginx's X-Cache-Status), else null (the API itself; its body says whether from its
+ * own cache). The answer's status line must not claim a fresh computation for either. */
+function answeredBy(url, resp) {
+  var proxy = resp.headers.get("X-Cache-Status");
+  if (proxy && /^(HIT|STALE|UPDATING|REVALIDATED)$/.test(proxy)) return "proxy";
+  if (!performance.getEntriesByName) return null;
+  var abs = new URL(url, window.location.href);
+  if (abs.origin !== window.location.origin) return null;  // sizes hidden across origins
+  var entries = performance.getEntriesByName(abs.href, "resource");
+  var e = entries[entries.length - 1];
+  if (!e || !e.decodedBodySize) return null;
+  return e.transferSize < e.encodedBodySize ? "browser" : null;
+}
+
+/* Resource Timing stops recording at its buffer's size (250 entries by default): a reader who
+ * moves sliders for a long time would lose the entries answeredBy reads. */
+if (typeof performance !== "undefined" && performance.clearResourceTimings &&
+    typeof window !== "undefined") {
+  performance.addEventListener("resourcetimingbufferfull", function () {
+    performance.clearResourceTimings();
+  });
+}

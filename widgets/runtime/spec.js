@@ -4,6 +4,17 @@
  * (tests/js/spec.test.mjs checks it against spec.py on shared cases). */
 
 export function isNum(p) { return p.type === "int" || p.type === "float"; }
+
+/* A setting as the query string of the GET that computes it (`<api>/widgets/<name>/result?…`):
+ * every parameter, in the spec's order, written as String() writes it, so one setting is one
+ * URL, which the browser's cache and nginx's key on. */
+export function settingQuery(spec, params) {
+  var q = new URLSearchParams();
+  spec.params.forEach(function (p) {
+    if (params[p.name] !== undefined) q.set(p.name, String(params[p.name]));
+  });
+  return q.toString();
+}
 export function isLog(p) { return p.scale === "log2" && p.min > 0; }
 
 /* The values a slider stops at, or null for a plain slider (position = value, or log2 of it):
