@@ -63,8 +63,20 @@ def _schema(app, negative_only: bool = False):
 NOTEBOOK_EXAMPLES = int(os.environ.get("BOOK_SCHEMATHESIS_EXAMPLES_NOTEBOOK", "100"))
 NOTEBOOK_PATHS = "^/api/widgets/[a-z_]+/notebook$"
 notebook_schema = _schema(APP).include(path_regex=NOTEBOOK_PATHS)
-light_canned = _schema(CANNED_APP).exclude(path_regex=HEAVY_PATHS).exclude(path_regex=NOTEBOOK_PATHS)
-light_schema = _schema(APP).exclude(path_regex=HEAVY_PATHS).exclude(path_regex=NOTEBOOK_PATHS)
+# A widget's GET .../result?<setting> runs the POST's code after reading the query: its parsing
+# gets RESULT_EXAMPLES requests per widget against canned light computations, both modes; the
+# heavy widgets' only in negative mode (refused before any model runs). The POSTs above it keep
+# their thousand each, and the real sample is theirs.
+RESULT_EXAMPLES = int(os.environ.get("BOOK_SCHEMATHESIS_EXAMPLES_RESULT", "100"))
+RESULT_PATHS = "^/api/widgets/[a-z_]+/result$"
+HEAVY_RESULT_PATHS = "^/api/widgets/(" + "|".join(HEAVY) + ")/result$"
+result_canned = (_schema(CANNED_APP).include(path_regex=RESULT_PATHS)
+                 .exclude(path_regex=HEAVY_RESULT_PATHS))
+result_heavy_negative = _schema(APP, negative_only=True).include(path_regex=HEAVY_RESULT_PATHS)
+light_canned = (_schema(CANNED_APP).exclude(path_regex=HEAVY_PATHS)
+                .exclude(path_regex=NOTEBOOK_PATHS).exclude(path_regex=RESULT_PATHS))
+light_schema = (_schema(APP).exclude(path_regex=HEAVY_PATHS)
+                .exclude(path_regex=NOTEBOOK_PATHS).exclude(path_regex=RESULT_PATHS))
 heavy_schema = _schema(APP).include(path_regex=HEAVY_PATHS)  # both modes, HEAVY_EXAMPLES each
 heavy_negative = _schema(APP, negative_only=True).include(path_regex=HEAVY_PATHS)
 SENT: Counter = Counter()
@@ -96,6 +108,18 @@ def test_every_response_conforms_and_none_is_a_5xx(case, canned_compute):
 @light_schema.parametrize()
 @settings(max_examples=REAL_EXAMPLES, **SETTINGS)
 def test_every_response_conforms_computed_for_real(case):
+    _check(case)
+
+
+@result_canned.parametrize()
+@settings(max_examples=RESULT_EXAMPLES, **SETTINGS)
+def test_result_queries_conform_and_none_is_a_5xx(case, canned_compute):
+    _check(case)
+
+
+@result_heavy_negative.parametrize()
+@settings(max_examples=RESULT_EXAMPLES, **SETTINGS)
+def test_model_widgets_result_queries_refuse_what_the_document_forbids(case):
     _check(case)
 
 

@@ -45,6 +45,7 @@ import json
 import os
 import platform
 import random
+import re
 import resource
 import subprocess
 import sys
@@ -82,7 +83,7 @@ stale = [0]  # requests retried once after a kept-alive connection turned out cl
 
 
 async def _timed(session, records: list, cls: str, method: str, url: str, retried: bool = False,
-                 t0: float | None = None, **kw) -> None:
+                 t0: float | None = None, keep: dict | None = None, **kw) -> None:
     import aiohttp
 
     t0 = time.monotonic() if t0 is None else t0
@@ -92,6 +93,10 @@ async def _timed(session, records: list, cls: str, method: str, url: str, retrie
             cached = None
             if cls.startswith("api") and resp.status == 200:
                 cached = bool(json.loads(body).get("cached"))
+            elif cls.startswith("api") and resp.status == 304:
+                cached = True  # revalidated: nothing computed, nothing looked up
+            if keep is not None and resp.status in (200, 304):
+                _keep(keep, url, resp.headers)
             records.append(Record(cls, t0, (time.monotonic() - t0) * 1000, resp.status, cached,
                                   None if resp.status < 400 else body[:200].decode(errors="replace")))
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
@@ -100,12 +105,21 @@ async def _timed(session, records: list, cls: str, method: str, url: str, retrie
             # connections idle past `keepalive`): a browser retries once on a fresh one, so do
             # we, and count it. A connection that dies later, mid-answer, is an error.
             stale[0] += 1
-            return await _timed(session, records, cls, method, url, retried=True, t0=t0, **kw)
+            return await _timed(session, records, cls, method, url, retried=True, t0=t0,
+                                keep=keep, **kw)
         records.append(Record(cls, t0, (time.monotonic() - t0) * 1000, 0, None,
                               f"{type(exc).__name__}: {exc}"[:120]))
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         records.append(Record(cls, t0, (time.monotonic() - t0) * 1000, 0, None,
                               f"{type(exc).__name__}: {exc}"[:120]))
+
+
+def _keep(browser: dict, url: str, headers) -> None:
+    """What a browser's HTTP cache keeps of an answer: until when it is fresh (max-age), and
+    its validator for a conditional request after that."""
+    m = re.search(r"max-age=(\d+)", headers.get("Cache-Control", ""))
+    if m and "no-store" not in headers.get("Cache-Control", ""):
+        browser[url] = (time.monotonic() + int(m.group(1)), headers.get("ETag"))
 
 
 async def load_page(session, plan: Plan, records: list, path: str, with_assets: bool) -> None:
@@ -124,6 +138,7 @@ async def reader(plan: Plan, records: list, rng: random.Random, start_at: float,
     # A browser keeps up to 6 connections to one host; aiohttp keeps them alive between moves.
     conn = aiohttp.TCPConnector(limit=6, force_close=False)
     timeout = aiohttp.ClientTimeout(total=60)
+    browser: dict[str, tuple[float, str | None]] = {}  # this reader's HTTP cache of answers
     async with aiohttp.ClientSession(connector=conn, headers=headers, timeout=timeout) as session:
         if plan.pages:  # an API-only plan (the fault tests) has none
             path = rng.choice(list(plan.pages))
@@ -141,17 +156,32 @@ async def reader(plan: Plan, records: list, rng: random.Random, start_at: float,
             # a widget, then one of its sliders: a widget with six sliders is not six widgets
             moves = plan.by_widget(plan.heavy if heavy else plan.light)
             move = rng.choice(moves[rng.choice(sorted(moves))])
-            await _timed(session, records, "api-heavy" if heavy else "api-light", "POST",
-                         f"{plan.base}/api/widgets/{move.widget}",
-                         json=move.body(rng, plan.repeat_share))
+            cls = "api-heavy" if heavy else "api-light"
+            body = move.body(rng, plan.repeat_share)
+            if plan.post:  # the pages' way before the GET route (kept for before/after)
+                await _timed(session, records, cls, "POST", f"{plan.base}/api/widgets/"
+                             f"{move.widget}", json=body)
+                continue
+            # As the pages ask since they use the GET route: this reader's browser answers a
+            # setting it holds fresh without a request; a stale one is revalidated.
+            url = f"{plan.base}/api/widgets/{move.widget}/result?{move.query(body)}"
+            held = browser.get(url)
+            if held and time.monotonic() < held[0]:
+                records.append(Record(cls, time.monotonic(), 0.0, 200, True, None, browser=True))
+                continue
+            await _timed(session, records, cls, "GET", url, keep=browser,
+                         headers={"If-None-Match": held[1]} if held and held[1] else {})
 
 
 async def run_level(plan: Plan, readers: int, duration: float, ramp: float = 5.0,
-                    seed: int = 0) -> tuple[list[Record], float]:
-    """Run `readers` simulated readers for `duration` s; (records, wall seconds)."""
+                    seed: int = 0, started: list | None = None) -> tuple[list[Record], float]:
+    """Run `readers` simulated readers for `duration` s; (records, wall seconds). The start
+    time (time.monotonic()) is appended to `started` when given."""
     rng = random.Random(seed)
     records: list[Record] = []
     t0 = time.monotonic()
+    if started is not None:
+        started.append(t0)
     stop_at = t0 + duration
     tasks = [asyncio.create_task(reader(plan, records, random.Random(rng.random()),
                                         t0 + ramp * i / max(1, readers), stop_at))
@@ -215,6 +245,9 @@ def main() -> None:
     ap.add_argument("--heavy-share", type=float, default=0.05)
     ap.add_argument("--repeat-share", type=float, default=0.7)
     ap.add_argument("--note", default="", help="a sentence on the machine's load, recorded")
+    ap.add_argument("--post", action="store_true", help="send slider moves as POSTs, as the "
+                    "pages did before the GET route (no browser cache): the before of a "
+                    "before/after")
     ap.add_argument("--out", default=str(RESULTS / "load.json"))
     args = ap.parse_args()
     site = Path(args.site)
@@ -228,11 +261,13 @@ def main() -> None:
               "note": args.note, "settings": {"duration_s": args.duration, "ramp_s": args.ramp,
                                               "heavy_share": args.heavy_share,
                                               "repeat_share": args.repeat_share,
+                                              "moves_as": "POST" if args.post else "GET",
                                               "think_s": [1, 3], "server_env": env},
               "levels": []}
 
     def run_all(server: Server | None, base: str):
         plan = make_plan(site, base, args.heavy_share, args.repeat_share)
+        plan.post = args.post
         result["pages"] = sorted(plan.pages)
         result["moves"] = [f"{m.widget}.{m.param}" for m in plan.light + plan.heavy]
         for readers in (int(x) for x in args.levels.split(",")):
@@ -241,11 +276,14 @@ def main() -> None:
             sampler = Sampler(server)
             c0 = resource.getrusage(resource.RUSAGE_SELF)
             stale[0] = 0
+            started: list[float] = []
             records, wall = asyncio.run(run_level(plan, readers, args.duration, args.ramp,
-                                                  seed=readers))
+                                                  seed=readers, started=started))
+            settle = min(args.duration / 2, args.ramp + 10)
             c1 = resource.getrusage(resource.RUSAGE_SELF)
             server_cpu, peak = sampler.finish()
-            level = {"readers": readers, "duration_s": args.duration, **summarize(records, wall),
+            level = {"readers": readers, "duration_s": args.duration,
+                     **summarize(records, wall, started[0] + settle), "settled_after_s": settle,
                      "retried_on_closed_keepalive": stale[0],
                      "client_cpu_share": round((c1.ru_utime + c1.ru_stime - c0.ru_utime
                                                 - c0.ru_stime) / wall, 3),

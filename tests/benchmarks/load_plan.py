@@ -10,6 +10,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlencode
 
 ASSET_RE = re.compile(r'(?:<link[^>]+href|<script[^>]+src|<img[^>]+src)="([^"#]+)"')
 
@@ -58,6 +59,14 @@ class Move:
     def body(self, rng: random.Random, repeat_share: float) -> dict:
         pool = self.shared if rng.random() < repeat_share else self.everywhere
         return {**self.defaults, self.param: rng.choice(pool)}
+
+    @staticmethod
+    def query(body: dict) -> str:
+        """The setting as the pages' GET query: every parameter, in the spec's order (the
+        body's: `defaults` is the spec's dict), booleans as JavaScript writes them. One
+        setting is one URL for every reader, which is what a cache keys on."""
+        return urlencode({k: str(v).lower() if isinstance(v, bool) else v
+                          for k, v in body.items()})
 
 
 # Heavy widgets a class drags: which slider, from which settings. Timing widgets, text boxes
@@ -139,6 +148,7 @@ class Plan:
     repeat_share: float = 0.7
     navigate_share: float = 0.03
     think: tuple[float, float] = (1.0, 3.0)
+    post: bool = False  # slider moves as POSTs, as the pages sent them before the GET route
 
     @staticmethod
     def by_widget(moves: list[Move]) -> dict[str, list[Move]]:

@@ -51,6 +51,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "site"))
 from conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
+from tests.support.browser import computes, setting  # noqa: E402
+
 
 def pages_by_widget(site: Path) -> dict[str, str]:
     """widget name -> URL path of the first page that shows it."""
@@ -211,8 +213,7 @@ def moves(page, w, name, control, how, n, status_sel) -> dict:
 def drag(page, w, name, control, n=90) -> dict:
     posts = []
     def listener(r):
-        return (r.method == "POST" and f"/api/widgets/{name}" in r.url
-                              and posts.append(r.post_data_json))  # noqa: E731
+        return computes(r, name) and posts.append(setting(r))
     page.on("request", listener)
     n_res = page.evaluate(f"""() => performance.getEntriesByType('resource')
         .filter(e => e.name.includes('/api/widgets/{name}')).length""")

@@ -288,6 +288,14 @@ def test_the_proxy_serves_the_book_compressed_and_caches_the_api(stack):
     assert status == 200 and "immutable" in headers["Cache-Control"]
     statuses = [http("GET", stack.base + "/api/widgets")[1]["X-Cache-Status"] for _ in range(2)]
     assert statuses[1] == "HIT", statuses
+    # A slider setting, as the pages ask for it: the second reader's answer is nginx's, kept
+    # as long as the app's Cache-Control says, with no replica asked (nothing recomputed).
+    url = stack.base + "/api/widgets/attention_scaling/result?d_k=77&n_positions=5"
+    answers = [http("GET", url) for _ in range(2)]
+    assert [a[0] for a in answers] == [200, 200]
+    assert [a[1]["X-Cache-Status"] for a in answers] == ["MISS", "HIT"]
+    assert "max-age=600" in answers[1][1]["Cache-Control"]
+    assert json.loads(answers[1][2])["values"] == json.loads(answers[0][2])["values"]
     status, headers, _ = http("GET", stack.base + "/api/health")
     assert status == 200 and "X-Cache-Status" not in headers   # health is always live
     status, _, _ = http("GET", stack.base + "/no-such-page/")

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
@@ -39,8 +40,10 @@ def test_a_killed_worker_loses_only_its_own_requests(tmp_path):
     light = [m for m in plan_moves({"attention_scaling", "rmsnorm", "positions", "enc_dec_masks"})]
     with serve(tmp_path / "no-site", env=NO_LIMIT, workers=2,
                log=tmp_path / "gunicorn.log") as server:
-        # fast readers (a move every 0.1-0.4 s) so that the victim holds requests when it dies
-        plan = Plan(server.base, {}, {}, light, [], heavy_share=0.0, think=(0.1, 0.4))
+        # fast readers (a move every 0.1-0.4 s) so that the victim holds requests when it dies,
+        # each to any stop of a slider (few repeats their browsers would answer themselves)
+        plan = Plan(server.base, {}, {}, light, [], heavy_share=0.0, repeat_share=0.0,
+                    think=(0.1, 0.4))
         before = server.workers()
         assert len(before) == 2
         killed: dict = {}
@@ -54,7 +57,10 @@ def test_a_killed_worker_loses_only_its_own_requests(tmp_path):
             os.kill(victim, signal.SIGKILL)
             return await task
 
-        records, _wall = asyncio.run(scenario())
+        # in a thread of its own: a browser test before this one may leave an event loop
+        # running in the main thread (Playwright's sync API)
+        with ThreadPoolExecutor(1) as pool:
+            records, _wall = pool.submit(asyncio.run, scenario()).result()
         # the master replaced the dead worker
         deadline = time.time() + 30
         while time.time() < deadline and not (len(server.workers()) == 2
@@ -63,7 +69,7 @@ def test_a_killed_worker_loses_only_its_own_requests(tmp_path):
         after = server.workers()
     assert before[0] not in after and len(after) == 2, (before, after)
 
-    lost = [r for r in records if r.status != 200]
+    lost = [r for r in records if r.status not in (200, 304)]
     assert all(r.status == 0 for r in lost), [(r.status, r.error) for r in lost if r.status]
     # Every lost request was in flight when the worker died: started before the kill...
     assert all(r.start <= killed["at"] + 0.5 for r in lost), [
@@ -71,5 +77,6 @@ def test_a_killed_worker_loses_only_its_own_requests(tmp_path):
     # ...and on one of the connections the dead worker held (at most one request each).
     assert len(lost) <= killed["connections"], (len(lost), killed)
     # Readers went on being answered after the kill (by the survivor, then by both).
-    answered_after = [r for r in records if r.start > killed["at"] and r.status == 200]
+    answered_after = [r for r in records if r.start > killed["at"] and r.status in (200, 304)
+                      and not r.browser]
     assert len(answered_after) >= READERS // 2, len(answered_after)

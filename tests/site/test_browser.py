@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from widget_page import move_slider, value_text
 
+from tests.support.browser import computes
+
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/scaling/"
@@ -133,7 +135,7 @@ def test_settings_are_shared_through_the_url(page, server):
 def test_a_fast_drag_is_coalesced_and_ends_on_the_last_value(page, server):
     open_chapter(page, server)
     posts = []
-    page.on("request", lambda r: r.method == "POST" and posts.append(r.url))
+    page.on("request", lambda r: computes(r) and posts.append(r.url))
     page.evaluate("""(w) => {
         const s = document.querySelector(`${w} input[type=range][name=d_k]`);
         for (let pos = 0; pos <= 10; pos++) {
@@ -156,9 +158,12 @@ SLOW_API = """([w, delay]) => {
     const log = window.__api = {calls: [], answered: [], inflight: 0, most: 0};
     const real = window.fetch;
     window.fetch = function (url, opts) {
-        if (!String(url).includes('/api/widgets/')) return real.apply(this, arguments);
+        if (!String(url).includes('/result?')) return real.apply(this, arguments);
         const root = document.querySelector(w);
-        log.calls.push({at: performance.now(), body: JSON.parse(opts.body),
+        // the setting the request carries, from its query (numbers as numbers)
+        const body = Object.fromEntries([...new URL(String(url), location.href).searchParams]
+            .map(([k, v]) => [k, v !== '' && !isNaN(+v) ? +v : v]));
+        log.calls.push({at: performance.now(), body: body,
                         slider: +root.querySelector('input[name=d_k-value]').value});
         log.most = Math.max(log.most, ++log.inflight);
         return real.apply(this, arguments).then(r => new Promise(ok => setTimeout(() => {

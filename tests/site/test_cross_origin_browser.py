@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.browser import computes
 from tests.support.server import free_port
 
 pytestmark = pytest.mark.browser
@@ -126,7 +127,7 @@ def test_the_built_page_names_the_other_origin(apart):
 def test_a_widget_recomputes_live_across_origins(apart, page):
     site, _, api = apart
     posts = []
-    page.on("request", lambda r: r.method == "POST" and posts.append(r.url))
+    page.on("request", lambda r: computes(r) and posts.append(r.url))
     page.goto(site + CHAPTER)
     page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=30_000)
     before = page.inner_text(f"{WIDGET} .tw-value[data-name=var_unscaled] dd")

@@ -131,7 +131,7 @@ def test_each_plot_has_a_label_a_summary_and_a_data_table(page, server):
         assert plot.get_attribute("role") == "figure" and label.strip()
         assert len(summary) > 20
     # a result's table is a real <table> in a <details> a screen reader can open
-    page.route("**/api/widgets/attention_scaling", lambda route: route.fulfill(
+    page.route("**/api/widgets/attention_scaling/result*", lambda route: route.fulfill(
         status=200, content_type="application/json",
         body=__import__("json").dumps({**route.fetch().json(), "summary": "Two curves.",
               "table": {"caption": "Var by d_k", "columns": ["d_k", "var"], "rows": [[64, 63.9]]}})))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.support.browser import PHONE, new_page
+from tests.support.browser import PHONE, computes, new_page
 
 pytestmark = pytest.mark.browser
 
@@ -48,7 +48,7 @@ def test_an_invalid_value_is_refused_and_slider_box_and_figure_agree(page, serve
         .find(t => t.showlegend === false).x[0] === 256""")
     url_before = page.evaluate("location.search")
     posts = []
-    page.on("request", lambda r: r.method == "POST" and posts.append(r.url))
+    page.on("request", lambda r: computes(r) and posts.append(r.url))
     box = type_into(page, f'{W} input[name="d_k-value"]', typed)
     error = widget.locator(".tw-error")
     error.wait_for(state="visible")
@@ -64,7 +64,7 @@ def test_an_invalid_value_is_refused_and_slider_box_and_figure_agree(page, serve
 
 def test_a_400_from_the_server_marks_the_figure_as_showing_the_previous_setting(page, server):
     widget = open_scaling(page, server)
-    page.route("**/api/widgets/attention_scaling", lambda route: route.fulfill(
+    page.route("**/api/widgets/attention_scaling/result*", lambda route: route.fulfill(
         status=400, content_type="application/json",
         body=json.dumps({"error": "'positions' must be from 2 to 512, got 600", "param": "n_positions"})))
     page.evaluate(f"""() => {{ const s = document.querySelector('{W} input[type=range][name=n_positions]');
@@ -171,7 +171,7 @@ def test_a_cached_answer_is_called_cached_with_no_fresh_compute_time(page, serve
         route.fulfill(status=200, content_type="application/json", body=json.dumps(body))
 
     widget = open_scaling(page, server)
-    page.route("**/api/widgets/attention_scaling", as_cached)
+    page.route("**/api/widgets/attention_scaling/result*", as_cached)
     page.evaluate(f"""() => {{ const s = document.querySelector('{W} input[type=range][name=d_k]');
         s.value = 9; s.dispatchEvent(new Event('input', {{bubbles: true}})); }}""")
     page.wait_for_function(f"document.querySelector('{W}').dataset.source === 'live'")
@@ -198,3 +198,39 @@ def test_on_a_phone_refusals_dependent_controls_and_plots_fit(browser, server, s
         first.locator('input[name="average"]').uncheck()
         assert first.locator("input[type=range][name=layer]").get_attribute("max") == "3"
         assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+
+
+def test_a_setting_seen_before_is_answered_by_the_browsers_own_cache(page, server):
+    """The runtime asks with a GET the server lets browsers keep (Cache-Control, ETag): going
+    back to a setting already drawn sends nothing to the server, and the status says where the
+    answer came from instead of claiming a computation."""
+    widget = open_scaling(page, server)
+    # The browser's own network log (DevTools protocol), not the runtime's reading of it.
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    asked, from_cache = {}, set()
+    cdp.on("Network.requestWillBeSent", lambda e: "/result?" in e["request"]["url"]
+           and asked.__setitem__(e["requestId"], e["request"]["url"]))
+    cdp.on("Network.requestServedFromCache", lambda e: from_cache.add(e["requestId"]))
+    cdp.on("Network.responseReceived", lambda e: e["response"].get("fromDiskCache")
+           and from_cache.add(e["requestId"]))
+
+    def move(position):
+        before = page.evaluate("location.search")
+        page.evaluate(f"""() => {{ const s = document.querySelector('{W} input[type=range][name=d_k]');
+            s.value = {position}; s.dispatchEvent(new Event('input', {{bubbles: true}})); }}""")
+        page.wait_for_function(f"""() => document.querySelector('{W}').dataset.source === 'live'
+            && location.search !== {before!r}""", timeout=30_000)
+        return widget.locator(".tw-status").inner_text()
+
+    assert "browser's cache" not in move(9)
+    first = page.evaluate("location.search")
+    assert "browser's cache" not in move(7)
+    status = move(9)
+    assert page.evaluate("location.search") == first
+    assert "your browser's cache" in status and "nothing recomputed" in status, status
+    assert "ms;" not in status.split("round trip")[0]  # no compute time claimed for it
+    d_k = first.split("d_k=")[1].split("&")[0]
+    same = [i for i, u in asked.items() if f"d_k={d_k}&" in u or u.endswith(f"d_k={d_k}")]
+    assert len(same) == 2 and same[0] not in from_cache and same[1] in from_cache, (
+        asked, from_cache)

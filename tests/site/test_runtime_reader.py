@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from tests.support.browser import computes
+
 pytestmark = pytest.mark.browser
 
 SCALING = "/chapters/scaling/"
@@ -134,7 +136,7 @@ def test_a_swipe_that_starts_on_a_slider_scrolls_and_leaves_it_alone(phone, serv
     phone.evaluate("window.scrollBy(0, -200)")
     before = slider.input_value()
     posts = []
-    phone.on("request", lambda r: r.method == "POST" and posts.append(r.url))
+    phone.on("request", lambda r: computes(r) and posts.append(r.url))
     box = slider.bounding_box()
     y0 = phone.evaluate("scrollY")
     # start near the slider's right end (far from the thumb), then move up the screen
@@ -295,7 +297,7 @@ def test_a_hidden_data_table_is_not_shown(page, server):
 def test_a_slow_answer_says_computing_and_marks_the_figure_busy(page, server):
     open_page(page, server, SCALING, W)
     held = []
-    page.route("**/api/widgets/attention_scaling", lambda route: held.append(route))
+    page.route("**/api/widgets/attention_scaling/result*", lambda route: held.append(route))
     box = page.locator(f'{W} input[name="d_k-value"]')
     box.fill("256")
     box.dispatch_event("change")
@@ -306,7 +308,7 @@ def test_a_slow_answer_says_computing_and_marks_the_figure_busy(page, server):
     # timings are not read aloud; the result's summary is
     assert page.get_attribute(f"{W} .tw-status", "aria-live") is None
     held[0].continue_()
-    page.unroute("**/api/widgets/attention_scaling")
+    page.unroute("**/api/widgets/attention_scaling/result*")
     page.wait_for_function(f"document.querySelector('{W}').dataset.source === 'live'")
     assert page.get_attribute(f"{W} .tw-plot", "aria-busy") is None
     page.wait_for_function(f"""() => document.querySelector('{W} [aria-live=polite]')

@@ -10,6 +10,8 @@ import re
 import pytest
 from widget_page import move_slider, wait_live
 
+from tests.support.browser import computes, setting
+
 pytestmark = pytest.mark.browser
 
 MODEL, SERVING, COST, POSITIONS = ("/chapters/model/", "/chapters/serving/", "/chapters/cost/",
@@ -41,8 +43,7 @@ def type_into(page, w, name, value):
 
 def answered(page, widget_name, action):
     """Do `action` and return the status of the widget's request it causes."""
-    with page.expect_response(lambda r: r.request.method == "POST"
-                              and r.url.endswith("/api/widgets/" + widget_name),
+    with page.expect_response(lambda r: computes(r.request, widget_name),
                               timeout=40_000) as info:
         action()
     return info.value.status
@@ -100,8 +101,7 @@ def test_attention_cost_follows_heads_batch_and_dtype_together(page, server):
     comes down to the combined ceiling with a one-line notice before the request leaves."""
     open_widget(page, server + COST, AC)
     posted = []
-    page.on("request", lambda r: r.method == "POST" and "attention_cost" in r.url
-            and posted.append(r.post_data_json))
+    page.on("request", lambda r: computes(r, "attention_cost") and posted.append(setting(r)))
     steps = [("head_dim", 160, 915), ("n_heads", 20, 204), ("batch", 10, 64)]
     for name, value, ceiling in steps:
         assert answered(page, "attention_cost", lambda: type_into(page, AC, name, value)) == 200
@@ -171,8 +171,8 @@ def test_theta_is_round_in_the_box_the_request_and_the_url(page, server):
     open_widget(page, server + POSITIONS, PO)
     s = slider(page, PO, "rope_theta")
     sent = []
-    page.on("request", lambda r: r.method == "POST" and "positions" in r.url
-            and sent.append(r.post_data_json["rope_theta"]))
+    page.on("request", lambda r: computes(r, "positions")
+            and sent.append(setting(r)["rope_theta"]))
     seen = []
     for index in (8, 9, 12, 13, 16):
         assert answered(page, "positions", lambda i=index: move_slider(page, PO, "rope_theta", i)) == 200
@@ -189,7 +189,7 @@ def test_the_int_step_grid_is_checked_before_sending(page, server):
     """Code review F11: a typed width off the 64 grid went to the server and came back a 400."""
     open_widget(page, server + MODEL, MP)
     posts = []
-    page.on("request", lambda r: r.method == "POST" and posts.append(r.url))
+    page.on("request", lambda r: computes(r) and posts.append(r.url))
     type_into(page, MP, "d_model", 4100)
     err = page.locator(f"{MP} .tw-error")
     err.wait_for(state="visible")

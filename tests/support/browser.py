@@ -3,7 +3,9 @@ phone every test that asks "does it fit a phone?" uses."""
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
+from urllib.parse import parse_qsl, urlsplit
 
 # A 390 px phone (DESIGN.md, "Every reader"): touch, mobile viewport, a 2x screen.
 PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True,
@@ -25,3 +27,25 @@ def new_page(browser, **context_args):
         yield pg
     finally:
         context.close()
+
+
+# The runtime asks for each setting with `GET <api>/widgets/<name>/result?<setting>`
+# (widgets/runtime/scheduler.js); these read such a request back.
+_RESULT = re.compile(r"/api/widgets/(?P<name>[\w-]+)/result(?:\?|$)")
+
+
+def computes(request, widget: str | None = None) -> bool:
+    """Whether a Playwright request is a widget's computation (of `widget`, if named)."""
+    m = _RESULT.search(request.url)
+    return request.method == "GET" and m is not None and widget in (None, m["name"])
+
+
+def setting(request) -> dict:
+    """The setting such a request carries, typed as the server reads it (`?d_k=64` -> 64)."""
+    from backend.app.query import _typed
+    from backend.widgets import REGISTRY
+
+    url = urlsplit(request.url)
+    spec = REGISTRY[_RESULT.search(request.url)["name"]].SPEC
+    return {k: _typed(spec.param(k).type, v) for k, v in parse_qsl(url.query,
+                                                                   keep_blank_values=True)}

@@ -82,7 +82,6 @@ methods.request = function () {
     signal: controller.signal
   }).then(function (resp) {
     timing.headersAt = performance.now();
-    timing.from = answeredBy(url, resp);
     return resp.text().then(function (text) {
       timing.bodyAt = performance.now();
       timing.bytes = text.length;
@@ -97,7 +96,9 @@ methods.request = function () {
     self.settle(timeout);     // ... and that newer setting leaves now, before this one is drawn
     if (r.resp.ok && r.body && r.body.figure) {
       r.body.roundTripMs = performance.now() - started;
-      if (timing.from) { r.body.cached = true; r.body.cachedBy = timing.from; }
+      // read once the body is in: the browser records a fetch's timing entry when it ends
+      var from = answeredBy(url, r.resp);
+      if (from) { r.body.cached = true; r.body.cachedBy = from; }
       r.body.timing = timing;
       self.show(r.body, {});
       if (!newer) self.writeUrl(r.body.params || sent);
