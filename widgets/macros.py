@@ -21,11 +21,13 @@ same indent), for the hooks that need to know where a widget block sits before i
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from mkdocs.exceptions import PluginError
+from pymdownx.superfences import SuperFencesException
 
 # A fence opens with 3+ backticks or tildes after any indent (and blockquote markers); a
 # backtick fence's info string holds no backtick.
@@ -193,14 +195,40 @@ def arguments(call: Call, count: int, usage: str, keywords: tuple[str, ...] = ()
     return call.args
 
 
+class FenceError(PluginError, SuperFencesException):
+    """A custom fence's refusal. pymdownx.superfences lets only a SuperFencesException out of
+    a formatter (any other error leaves the block on the page as plain text); MkDocs reports a
+    PluginError as a build error, with its message and no traceback."""
+
+
+def _failing_loudly(fmt: Callable) -> Callable:
+    @functools.wraps(fmt)
+    def format(*args, **kwargs):
+        try:
+            return fmt(*args, **kwargs)
+        except FenceError:
+            raise
+        except PluginError as exc:
+            raise FenceError(exc.message) from None
+        except Exception as exc:
+            raise FenceError(f"{fmt.__name__} failed: {type(exc).__name__}: {exc}") from exc
+    return format
+
+
+def custom_fences(fences: list[dict]) -> list[dict]:
+    """pymdownx.superfences' `custom_fences` for `fences`, their formatters failing loudly."""
+    return [{**fence, "format": _failing_loudly(fence["format"])} for fence in fences]
+
+
 def register_fences(config, fences: list[dict]) -> None:
-    """Add custom fences (`{"name", "class", "format"}`) to pymdownx.superfences' options. Done
-    by the hooks in on_config, not in mkdocs.yml: a `!!python/name:` there is resolved when the
-    YAML is read, before MkDocs puts widgets/ on sys.path to load the hooks."""
+    """Add custom fences (`{"name", "class", "format"}`) to pymdownx.superfences' options, each
+    formatter's errors made to stop the build. Done by the hooks in on_config, not in
+    mkdocs.yml: a `!!python/name:` there is resolved when the YAML is read, before MkDocs puts
+    widgets/ on sys.path to load the hooks."""
     if "pymdownx.superfences" not in config["markdown_extensions"]:
         raise PluginError("mkdocs.yml must enable pymdownx.superfences: the widget and diagram "
                           "blocks are its custom fences")
     options = config["mdx_configs"].setdefault("pymdownx.superfences", {})
     custom = options.setdefault("custom_fences", [])
     names = {fence["name"] for fence in custom}
-    custom.extend(fence for fence in fences if fence["name"] not in names)
+    custom.extend(custom_fences([fence for fence in fences if fence["name"] not in names]))
