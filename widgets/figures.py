@@ -104,7 +104,10 @@ def render_diagram_block(body: str, where: str, seen: set) -> str:
     if fig_id in seen:
         raise PluginError(f"{where}: two diagrams on this page share the id {ident!r}: give one an `id:`")
     seen.add(fig_id)
-    return render_diagram(block["name"], block.get("config"), fig_id, str(block["caption"]))
+    try:
+        return render_diagram(block["name"], block.get("config"), fig_id, str(block["caption"]))
+    except PluginError as exc:
+        raise PluginError(f"{where}: {exc.message}") from None
 
 
 # The page being rendered (pymdownx.superfences hands a formatter its page's Markdown

@@ -187,7 +187,10 @@ def render_widget_block(body: str, where: str, instances: dict | None = None) ->
     block = read_widget_block(body, where)
     name = block["name"]
     start = block.get("params") or {}
-    first = compute(name, start)
+    try:
+        first = compute(name, start)
+    except PluginError as exc:
+        raise PluginError(f"{where}: {exc.message}") from None
     spec = REGISTRY[name].SPEC
     baked, seen = [first], {json.dumps(first["params"], sort_keys=True)}
     for point in spec.bake_points():

@@ -201,11 +201,13 @@ class FenceError(PluginError, SuperFencesException):
     PluginError as a build error, with its message and no traceback."""
 
 
-def _failing_loudly(fmt: Callable) -> Callable:
+def _block(fmt: Callable) -> Callable:
+    """`fmt`, its errors made to stop the build, its HTML ended by a newline as a raw HTML
+    block's is (a block written into the markdown before it was a fence: the same page)."""
     @functools.wraps(fmt)
     def format(*args, **kwargs):
         try:
-            return fmt(*args, **kwargs)
+            return fmt(*args, **kwargs) + "\n"
         except FenceError:
             raise
         except PluginError as exc:
@@ -216,8 +218,8 @@ def _failing_loudly(fmt: Callable) -> Callable:
 
 
 def custom_fences(fences: list[dict]) -> list[dict]:
-    """pymdownx.superfences' `custom_fences` for `fences`, their formatters failing loudly."""
-    return [{**fence, "format": _failing_loudly(fence["format"])} for fence in fences]
+    """pymdownx.superfences' `custom_fences` for `fences`, their formatters wrapped by _block."""
+    return [{**fence, "format": _block(fence["format"])} for fence in fences]
 
 
 def register_fences(config, fences: list[dict]) -> None:

@@ -126,6 +126,7 @@ def hook(monkeypatch):
 
 def render(hook, text: str) -> str:
     """`text` as MkDocs renders a page: one Markdown instance, the hooks' fences."""
+    hook._PAGE["where"] = "chapters/p.md"  # as on_page_markdown sets it
     fences = macros.custom_fences(hook.FENCES)
     md = md_lib.Markdown(extensions=["pymdownx.superfences", "admonition", "md_in_html"],
                          extension_configs={"pymdownx.superfences": {"custom_fences": fences}})
@@ -162,8 +163,9 @@ def test_a_widget_fence_shown_inside_a_longer_fence_is_shown(hook):
 ])
 def test_a_broken_widget_block_stops_the_build(hook, body, message):
     """Not left on the page as code: superfences hides a formatter's other errors."""
-    with pytest.raises(PluginError, match=message):
+    with pytest.raises(PluginError, match=message) as caught:
         render(hook, f"```widget\n{body}\n```\n")
+    assert str(caught.value).startswith("chapters/p.md: ")
 
 
 def test_the_page_hook_expands_values_but_not_the_ones_it_shows(hook):
