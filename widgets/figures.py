@@ -1,7 +1,7 @@
 """MkDocs hook: diagrams drawn by code, numbered figures, and the appendices gathered from the
 chapters.
 
-In a chapter's markdown:
+In a chapter's markdown, a fence (pymdownx.superfences renders it; this hook registers it):
 
     ```diagram
     name: model_map                 # a module in backend/diagrams/
@@ -22,7 +22,9 @@ a widget measures is written once, beside what it concerns:
     {{ collected("sources") }}    every chapter's `??? note "Notes on the sources…"` block
     {{ collected("compute") }}    every docs/chapters/_compute/<chapter>.md
 
-This hook runs before `widgets/hook.py`, so `{{ value(...) }}` inside gathered text is filled in.
+`fig` and `collected` are macros (`macros()`): `widgets/hook.py` expands them with the page's
+others, through `widgets/macros.py`, and reads what `collected` gathers for macros in turn, so
+`{{ value(...) }}` inside gathered text is filled in.
 """
 
 from __future__ import annotations
@@ -42,11 +44,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from backend.diagrams import palette, registry  # noqa: E402
+from widgets.macros import register_fences  # noqa: E402
 
-DIAGRAM_BLOCK = re.compile(
-    r"^(?P<indent>[ \t]*)```diagram[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
-FIG_REF = re.compile(r"\{\{\s*fig\(\s*[\"'](?P<ref>[\w.-]+)[\"']\s*\)\s*\}\}")
-COLLECTED = re.compile(r"\{\{\s*collected\(\s*[\"'](?P<what>sources|compute)[\"']\s*\)\s*\}\}")
+FIG_REF = re.compile(r"[\w.-]+")
+COLLECTED = ("sources", "compute")
 FIG_ID = re.compile(r"^[A-Za-z][\w-]{0,39}$")
 SOURCES_NOTE = re.compile(r'^\?\?\?\+? note "Notes on the sources[^"\n]*"[ \t]*\n'
                           r"(?P<body>(?:(?:    |\t)[^\n]*\n|[ \t]*\n)*)", re.M)
@@ -85,9 +86,10 @@ def render_diagram(name: str, config: dict | None, fig_id: str, caption: str) ->
             f'<p>{html.escape(canvas.desc)}</p></details></figure>')
 
 
-def render_diagram_block(match: re.Match, where: str, seen: set) -> str:
+def render_diagram_block(body: str, where: str, seen: set) -> str:
+    """The `<figure>` of one diagram block (its YAML `body`); `seen`: the page's figure ids."""
     try:
-        block = yaml.safe_load(match.group("body")) or {}
+        block = yaml.safe_load(body) or {}
     except yaml.YAMLError as exc:
         raise PluginError(f"{where}: diagram block is not valid YAML: {exc}") from None
     if not isinstance(block, dict) or "name" not in block or "caption" not in block:
@@ -102,9 +104,27 @@ def render_diagram_block(match: re.Match, where: str, seen: set) -> str:
     if fig_id in seen:
         raise PluginError(f"{where}: two diagrams on this page share the id {ident!r}: give one an `id:`")
     seen.add(fig_id)
-    figure = render_diagram(block["name"], block.get("config"), fig_id, str(block["caption"]))
-    indent = match.group("indent")
-    return f"{indent}{figure}"
+    try:
+        return render_diagram(block["name"], block.get("config"), fig_id, str(block["caption"]))
+    except PluginError as exc:
+        raise PluginError(f"{where}: {exc.message}") from None
+
+
+# The page being rendered (pymdownx.superfences hands a formatter its page's Markdown
+# instance, not the page).
+_PAGE = {"where": ""}
+
+
+def diagram_fence(source: str, language: str, class_name: str, options: dict, md, **kwargs) -> str:
+    """pymdownx.superfences' formatter of a ```diagram fence; the page's figure ids live on its
+    Markdown instance (MkDocs makes one per page)."""
+    if not hasattr(md, "tw_figure_ids"):
+        md.tw_figure_ids = set()
+    return render_diagram_block(source, _PAGE["where"], md.tw_figure_ids)
+
+
+# Registered in on_config (widgets/macros.py register_fences says why not in mkdocs.yml).
+FENCES = [{"name": "diagram", "class": "tw-diagram", "format": diagram_fence}]
 
 
 # ------------------------------------------------------------------------------ chapters
@@ -168,25 +188,24 @@ def collected(what: str, config) -> str:
         out.append(f"## [{title}]({name})\n\n{_relink(body.strip(), name)}\n")
     if not out:
         return "*Nothing gathered yet.*\n"
-    text = "\n".join(out)
-    if "hf_info(" in text or "hf_source(" in text:
-        # widgets/hf_source.py has already run on this page: fill in what the notes quote
-        text = _hf_source_hook().on_page_markdown(text, None, config, None)
-    return text
+    return "\n".join(out)  # its macros are expanded by the caller, widgets/macros.py
 
 
-def _hf_source_hook():
-    """The hf_source hook module MkDocs has loaded (hooks are loaded by path, not as a package)."""
-    path = ROOT / "widgets" / "hf_source.py"
-    for module in list(sys.modules.values()):
-        if getattr(module, "__file__", None) and Path(module.__file__).resolve() == path:
-            return module
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("book_hf_source", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules["book_hf_source"] = module
-    return module
+def macros(config) -> dict:
+    """The macros this module serves (widgets/macros.py `Call` in, markdown out)."""
+
+    def fig(call) -> str:
+        if len(call.args) != 1 or not isinstance(call.args[0], str) or call.kwargs \
+                or not FIG_REF.fullmatch(call.args[0]):
+            raise PluginError("fig() takes one figure id: a diagram's id or a widget's key")
+        return f'<a class="tw-figref" data-ref="{call.args[0]}"></a>'
+
+    def gathered(call) -> str:
+        if len(call.args) != 1 or call.args[0] not in COLLECTED or call.kwargs:
+            raise PluginError(f"collected() takes one of {', '.join(map(repr, COLLECTED))}")
+        return collected(call.args[0], config)
+
+    return {"fig": fig, "collected": gathered}
 
 
 # --------------------------------------------------------------------------- MkDocs events
@@ -196,12 +215,14 @@ def on_files(files: Files, config) -> Files:
     return files
 
 
+def on_config(config):
+    register_fences(config, FENCES)
+    return config
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    where = page.file.src_uri
-    markdown = COLLECTED.sub(lambda m: collected(m.group("what"), config), markdown)
-    seen: set = set()
-    markdown = DIAGRAM_BLOCK.sub(lambda m: render_diagram_block(m, where, seen), markdown)
-    return FIG_REF.sub(lambda m: f'<a class="tw-figref" data-ref="{m.group("ref")}"></a>', markdown)
+    _PAGE["where"] = page.file.src_uri  # for diagram_fence's messages
+    return markdown
 
 
 FIGURE_START = re.compile(

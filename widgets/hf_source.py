@@ -1,4 +1,4 @@
-"""MkDocs hook: shows pieces of the *installed* `transformers`' Llama code at build time.
+"""Macros that show pieces of the *installed* `transformers`' Llama code at build time.
 
 In a chapter's markdown, on a line of its own:
 
@@ -14,6 +14,7 @@ exists (renamed or removed in a later release) fails the build with a message na
 `{{ hf_info("version") }}`, `{{ hf_info("lines") }}` and the other keys of `INFO` put facts
 about the installed package into prose (its version, the file's and the package's length, the
 attention kernels it registers, the default kernel, the dtype of the mask each kernel is given).
+`widgets/hook.py` expands both on every page (`MACROS`), through `widgets/macros.py`.
 """
 
 from __future__ import annotations
@@ -36,8 +37,7 @@ SYMBOLS = ("LlamaRMSNorm", "LlamaDecoderLayer.forward", "LlamaAttention.forward"
 LICENCE = "Apache License, Version 2.0"
 LICENCE_URL = "https://www.apache.org/licenses/LICENSE-2.0"
 
-HF_SOURCE_CALL = re.compile(r'^(?P<indent>[ \t]*)\{\{\s*hf_source\(\s*"(?P<symbol>[A-Za-z_][\w.]*)"\s*\)\s*\}\}[ \t]*$',
-                            re.M)
+SYMBOL = re.compile(r"[A-Za-z_][\w.]*")
 
 
 @cache
@@ -109,9 +109,6 @@ def render(symbol: str, indent: str = "") -> str:
     return "\n".join(indent + line if line else line for line in block)
 
 
-HF_INFO_CALL = re.compile(r'\{\{\s*hf_info\(\s*"(?P<key>\w+)"\s*\)\s*\}\}')
-
-
 @cache
 def package_lines() -> int:
     """Lines of Python in the whole installed `transformers` package."""
@@ -174,6 +171,23 @@ def info(key: str) -> str:
     return INFO[key]()
 
 
-def on_page_markdown(markdown: str, page, config, files) -> str:
-    markdown = HF_SOURCE_CALL.sub(lambda m: render(m.group("symbol"), m.group("indent")), markdown)
-    return HF_INFO_CALL.sub(lambda m: info(m.group("key")), markdown)
+def source_macro(call) -> str:
+    """`{{ hf_source("Symbol") }}`, on a line of its own: the symbol's code block."""
+    if len(call.args) != 1 or not isinstance(call.args[0], str) or call.kwargs \
+            or not SYMBOL.fullmatch(call.args[0]):
+        raise PluginError('hf_source() takes one symbol of modeling_llama, e.g. "LlamaMLP"')
+    if not call.alone:
+        raise PluginError("hf_source() writes a code block: put it on a line of its own")
+    # the call's indent is already in front of it: the block's first line keeps that one
+    return render(call.args[0], call.indent)[len(call.indent):]
+
+
+def info_macro(call) -> str:
+    """`{{ hf_info("key") }}`: a fact about the installed package (see INFO)."""
+    if len(call.args) != 1 or not isinstance(call.args[0], str) or call.kwargs:
+        raise PluginError(f"hf_info() takes one key: {', '.join(INFO)}")
+    return info(call.args[0])
+
+
+# The macros this module serves (widgets/macros.py `Call` in, markdown out).
+MACROS = {"hf_source": source_macro, "hf_info": info_macro}

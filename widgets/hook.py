@@ -1,6 +1,6 @@
 """MkDocs hook: turns widget blocks into live widgets and computed numbers into prose.
 
-In a chapter's markdown:
+In a chapter's markdown, a fence (pymdownx.superfences renders it; this hook registers it):
 
     ```widget
     name: attention_scaling
@@ -14,13 +14,14 @@ becomes a `<div data-widget>` carrying the widget's spec and results baked at bu
     {{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}
 
 is replaced by the number the widget computes for those parameters, so prose cannot drift
-from code. The hook also ships the browser libraries (Plotly, KaTeX) from `node_modules/` into
-the site, so the built book loads nothing from outside itself, and gzips text assets.
+from code. This hook expands every macro of a page (widgets/macros.py reads them, outside
+code; `hf_source`, `hf_info`, `fig` and `collected` are handled by their own modules). The
+hook also ships the browser libraries (Plotly, KaTeX) from `node_modules/` into the site, so
+the built book loads nothing from outside itself, and gzips text assets.
 """
 
 from __future__ import annotations
 
-import ast
 import gzip
 import html
 import json
@@ -49,6 +50,10 @@ from backend.widgets.serialize import finite  # noqa: E402
 from backend.widgets.spec import ParamError  # noqa: E402
 from backend.widgets.style import theme_payload  # noqa: E402
 
+# figures.py is also loaded by MkDocs as a hook, under its path: what is called here of this
+# second copy (its macros) keeps no state.
+from widgets import figures, hf_source, macros  # noqa: E402
+
 log = logging.getLogger("mkdocs.hooks.widgets")
 
 NODE = ROOT / "node_modules"
@@ -68,9 +73,6 @@ VENDOR = {
        for font in sorted((NODE / "katex/dist/fonts").glob("*.woff2"))},
 }
 
-WIDGET_BLOCK = re.compile(r"^(?P<indent>[ \t]*)```widget[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
-                          re.M | re.S)
-VALUE_CALL = re.compile(r"\{\{\s*value\((?P<args>.*?)\)\s*\}\}", re.S)
 
 # The API the built pages call: `BOOK_API_URL` at build time (a site on a static host calling
 # an API on another origin, e.g. https://api.example.edu/api), else /api on the same origin.
@@ -125,24 +127,24 @@ def format_value(value, fmt: str) -> str:
 
 # ------------------------------------------------------------------------------- markdown
 
-def render_value_call(match: re.Match, where: str) -> str:
-    try:
-        call = ast.parse(f"f({match.group('args')})", mode="eval").body
-        args = [ast.literal_eval(a) for a in call.args]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-    except (SyntaxError, ValueError) as exc:
-        raise PluginError(f"{where}: cannot read {match.group(0)!r}: {exc}") from None
-    if len(args) != 2:
-        raise PluginError(f"{where}: value() takes a widget name and a value name, "
-                          f"got {match.group(0)!r}")
+def value_macro(call: macros.Call) -> str:
+    """`{{ value("widget", "path", fmt=".1f", **params) }}`: the number, HTML-escaped."""
+    if len(call.args) != 2 or not all(isinstance(a, str) for a in call.args):
+        raise PluginError("value() takes a widget name and a value name")
+    kwargs = dict(call.kwargs)
     fmt = kwargs.pop("fmt", "")
-    name, path = args
+    name, path = call.args
     result = compute(name, kwargs)
     try:
         value = lookup(result["values"], path)
     except (KeyError, IndexError, ValueError, TypeError):
-        raise PluginError(f"{where}: widget {name!r} has no value {path!r}") from None
+        raise PluginError(f"widget {name!r} has no value {path!r}") from None
     return html.escape(format_value(value, fmt))
+
+
+def page_macros(config) -> dict[str, macros.Handler]:
+    """Every macro a page may call, by name."""
+    return {"value": value_macro, **hf_source.MACROS, **figures.macros(config)}
 
 
 INSTANCE_ID = re.compile(r"^[A-Za-z][\w-]{0,39}$")
@@ -166,19 +168,29 @@ def instance_key(name: str, block: dict, seen: dict, where: str) -> str:
     return key
 
 
-def render_widget_block(match: re.Match, where: str, instances: dict | None = None) -> str:
+def read_widget_block(body: str, where: str) -> dict:
     try:
-        block = yaml.safe_load(match.group("body")) or {}
+        block = yaml.safe_load(body) or {}
     except yaml.YAMLError as exc:
         raise PluginError(f"{where}: widget block is not valid YAML: {exc}") from None
     if not isinstance(block, dict) or "name" not in block:
         raise PluginError(f"{where}: a widget block needs `name: <widget>`")
-    name = block["name"]
     unknown = set(block) - {"name", "params", "id"}
     if unknown:
         raise PluginError(f"{where}: unknown key(s) {sorted(unknown)} in a widget block")
+    return block
+
+
+def render_widget_block(body: str, where: str, instances: dict | None = None) -> str:
+    """The `<div data-widget>` of one widget block (its YAML `body`), with its baked results.
+    `instances`: the page's instance keys so far (see instance_key)."""
+    block = read_widget_block(body, where)
+    name = block["name"]
     start = block.get("params") or {}
-    first = compute(name, start)
+    try:
+        first = compute(name, start)
+    except PluginError as exc:
+        raise PluginError(f"{where}: {exc.message}") from None
     spec = REGISTRY[name].SPEC
     baked, seen = [first], {json.dumps(first["params"], sort_keys=True)}
     for point in spec.bake_points():
@@ -191,11 +203,27 @@ def render_widget_block(match: re.Match, where: str, instances: dict | None = No
                "key": key, "baked": baked}
     # `</` must not end the script element early; JSON allows the escaped form.
     data = json.dumps(finite(payload), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-    indent = match.group("indent")
-    return (f'{indent}<div class="tw-widget" data-widget="{html.escape(name)}" '
+    return (f'<div class="tw-widget" data-widget="{html.escape(name)}" '
             f'id="{widget_id(key)}" data-key="{html.escape(key)}">'
             f'<script type="application/json" class="tw-config">{data}</script>'
             f'<noscript>This interactive figure needs JavaScript.</noscript></div>')
+
+
+# The page being rendered: its fences are formatted by pymdownx.superfences, which hands the
+# formatter the source and the page's own Markdown instance but not the page.
+_PAGE = {"where": ""}
+
+
+def widget_fence(source: str, language: str, class_name: str, options: dict, md, **kwargs) -> str:
+    """pymdownx.superfences' formatter of a ```widget fence. The page's instance keys live on
+    its Markdown instance (MkDocs makes one per page), so the second `mlp` is `mlp.2`."""
+    if not hasattr(md, "tw_widget_keys"):
+        md.tw_widget_keys = {}
+    return render_widget_block(source, _PAGE["where"], md.tw_widget_keys)
+
+
+# Registered in on_config (widgets/macros.py register_fences says why not in mkdocs.yml).
+FENCES = [{"name": "widget", "class": "tw-widget", "format": widget_fence}]
 
 
 def widget_id(key: str) -> str:
@@ -209,17 +237,27 @@ JUMP_AFTER = 0.25
 TITLE = re.compile(r"^# [^\n]*\n", re.M)
 
 
-def jump_link(markdown: str) -> str:
+def jump_link(markdown: str, where: str = "") -> str:
     """`markdown` with "Jump to the interactive figure" under its title, when its first widget
-    sits far down."""
-    first = WIDGET_BLOCK.search(markdown)
+    sits far down: past JUMP_AFTER of the page's text with its diagrams drawn (a diagram takes
+    the room of its figure, as it did when diagrams were drawn into the markdown)."""
+    blocks = macros.fences(markdown)
+    first = next((f for f in blocks if f.lang == "widget"), None)
     opening = TITLE.search(markdown)
-    if not first or not opening or first.start() <= JUMP_AFTER * len(markdown):
+    if not first or not opening:
         return markdown
-    block = yaml.safe_load(first.group("body")) or {}
-    name = block.get("name")
+    grown = {f.start: len(figures.render_diagram_block(f.body, where, set()))
+             - len(markdown[f.start:f.end].rstrip("\r\n")) for f in blocks if f.lang == "diagram"}
+    position = first.start + sum(d for start, d in grown.items() if start < first.start)
+    if position <= JUMP_AFTER * (len(markdown) + sum(grown.values())):
+        return markdown
+    try:
+        block = yaml.safe_load(first.body) or {}
+    except yaml.YAMLError:
+        return markdown  # widget_fence reports it
+    name = block.get("name") if isinstance(block, dict) else None
     if name not in REGISTRY:
-        return markdown  # render_widget_block reports it
+        return markdown  # widget_fence reports it
     key = instance_key(name, block, {}, "")
     title = REGISTRY[name].SPEC.title
     link = (f'\n<p class="tw-jump"><a href="#{widget_id(key)}">Jump to the interactive figure: '
@@ -227,13 +265,16 @@ def jump_link(markdown: str) -> str:
     return markdown[:opening.end()] + link + markdown[opening.end():]
 
 
+def on_config(config):
+    macros.register_fences(config, FENCES)
+    return config
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    where = page.file.src_uri
-    seen: dict = {}
+    where = _PAGE["where"] = page.file.src_uri
     if where.startswith("chapters/"):
-        markdown = jump_link(markdown)
-    markdown = WIDGET_BLOCK.sub(lambda m: render_widget_block(m, where, seen), markdown)
-    return VALUE_CALL.sub(lambda m: render_value_call(m, where), markdown)
+        markdown = jump_link(markdown, where)
+    return macros.expand(markdown, page_macros(config), where)
 
 
 # ------------------------------------------------------------------ pages: theme, notebooks

@@ -18,24 +18,22 @@ from backend.widgets import REGISTRY
 
 def _docs_settings() -> list[tuple[str, dict]]:
     """Every widget block's params and every value() call's keywords in docs/, read with the
-    build hook's own patterns: what the manifest must list."""
-    import ast
-
+    build's own reader (widgets/macros.py): what the manifest must list."""
     import yaml
 
-    from widgets.hook import VALUE_CALL, WIDGET_BLOCK
+    from widgets import macros
 
     found = []
     for page in sorted((ROOT / "docs").rglob("*.md")):
         text = page.read_text(encoding="utf-8")
-        for m in WIDGET_BLOCK.finditer(text):
-            block = yaml.safe_load(m.group("body")) or {}
+        for fence in macros.fences(text):
+            block = yaml.safe_load(fence.body) if fence.lang == "widget" else None
             if isinstance(block, dict) and "name" in block:
                 found.append((block["name"], block.get("params") or {}))
-        for m in VALUE_CALL.finditer(text):
-            call = ast.parse(f"f({m.group('args')})", mode="eval").body
-            kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg != "fmt"}
-            found.append((ast.literal_eval(call.args[0]), kwargs))
+        for _, _, call in macros.calls(text, page.name):
+            if call.name == "value":
+                kwargs = {k: v for k, v in call.kwargs.items() if k != "fmt"}
+                found.append((call.args[0], kwargs))
     return found
 
 

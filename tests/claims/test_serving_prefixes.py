@@ -105,12 +105,13 @@ def test_exercise_3_half_the_input_saves_a_fifth():
 
 def test_no_value_that_starts_a_line_renders_as_a_list_marker():
     """A continuation line that begins '3. ' or '64) ' would start a new list item."""
-    from widgets.hook import VALUE_CALL, render_value_call
+    from widgets.hook import value_macro
+    from widgets.macros import expand
 
     text = (Path(__file__).resolve().parents[2] / "docs/chapters/serving.md").read_text()
     for n, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith("{{ value("):
-            shown = VALUE_CALL.sub(lambda m: render_value_call(m, "serving.md"), line).lstrip()
+            shown = expand(line, {"value": value_macro}, "serving.md").lstrip()
             assert not re.match(r"\d+[.)](\s|$)", shown), f"line {n}: {shown[:40]!r}"
 
 

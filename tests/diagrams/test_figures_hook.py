@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import markdown as md_lib
 import pytest
 from mkdocs.exceptions import PluginError
 
-from widgets import figures
+from widgets import figures, macros
 
 NAV = [{"Home": "index.md"},
        {"Part I": [{"One": "chapters/one.md"}, {"Two": "chapters/two.md"}]},
@@ -26,10 +27,19 @@ class Files:
         return SimpleNamespace(url=self.urls[path]) if path in self.urls else None
 
 
+def to_html(markdown: str, p, config) -> str:
+    """The page's markdown as MkDocs renders it: the macros, then Markdown with the diagram
+    fence (a fresh Markdown instance per page, as MkDocs makes)."""
+    text = figures.on_page_markdown(markdown, p, config, None)
+    text = macros.expand(text, figures.macros(config), p.file.src_uri)
+    return md_lib.Markdown(extensions=["pymdownx.superfences"], extension_configs={
+        "pymdownx.superfences": {"custom_fences": macros.custom_fences(figures.FENCES)}}).convert(text)
+
+
 def render(markdown: str, src="chapters/two.md", url="chapters/two/", docs_dir="docs"):
     config = {"nav": NAV, "docs_dir": docs_dir}
     p = page(src, url)
-    md = figures.on_page_markdown(markdown, p, config, None)
+    md = to_html(markdown, p, config)
     files = Files("index.md", "chapters/one.md", "chapters/two.md", "chapters/model.md",
                   "chapters/block.md", "chapters/self-attention.md", "chapters/masks.md",
                   "chapters/scaling.md", "chapters/positions.md", "chapters/kv-cache.md",
@@ -77,10 +87,14 @@ def test_the_figure_has_an_accessible_name_and_a_text_description():
     ("```diagram\nname: model_map\nconfig: {layers: 3}\ncaption: x\n```\n", "does not take"),
     (BLOCK % ("book", "a") + BLOCK % ("book", "a"), "share the id"),
     ('{{ fig("nothing") }}', "names no figure"),
+    ('{{ fig("a b") }}', "takes one figure id"),
+    ('{{ collected("everything") }}', "takes one of 'sources', 'compute'"),
+    ("```diagram\nname: [unclosed\n```\n", "not valid YAML"),
 ])
 def test_mistakes_stop_the_build_with_a_reason(markdown, message):
-    with pytest.raises(PluginError, match=message):
+    with pytest.raises(PluginError, match=message) as caught:
         render(markdown)
+    assert str(caught.value).startswith("chapters/two.md: ")
 
 
 def test_a_link_to_a_page_that_is_not_there_stops_the_build():
@@ -89,7 +103,7 @@ def test_a_link_to_a_page_that_is_not_there_stops_the_build():
             return None
     config = {"nav": NAV, "docs_dir": "docs"}
     p = page("chapters/two.md", "chapters/two/")
-    md = figures.on_page_markdown(BLOCK % ("book", "a"), p, config, None)
+    md = to_html(BLOCK % ("book", "a"), p, config)
     with pytest.raises(PluginError, match="not a page of the book"):
         figures.on_page_content(md, p, config, Nowhere())
 
@@ -120,3 +134,22 @@ def test_two_source_notes_in_one_chapter_are_refused(tmp_path):
     (docs / "chapters/two.md").write_text("# Two\n")
     with pytest.raises(PluginError, match="more than one"):
         figures.collected("sources", {"nav": NAV, "docs_dir": str(docs)})
+
+
+def test_a_diagram_block_shown_as_code_is_not_drawn():
+    shown = "````markdown\n" + BLOCK % ("book", "a") + "````\n\nIn prose: `{{ fig(\"a\") }}`.\n"
+    out = render(shown)
+    assert "<figure" not in out and "```diagram" in out and 'tw-figref' not in out
+    assert '<code>{{ fig("a") }}</code>' in out
+
+
+def test_the_gathered_appendix_reads_the_chapters_macros(tmp_path):
+    """What collected() gathers is itself read for macros (the appendix quotes values)."""
+    docs = tmp_path / "docs"
+    (docs / "chapters/_compute").mkdir(parents=True)
+    (docs / "chapters/one.md").write_text("# One\n")
+    (docs / "chapters/two.md").write_text("# Two\n")
+    (docs / "chapters/_compute/two.md").write_text('See {{ fig("x") }}, not `{{ fig("y") }}`.\n')
+    handlers = figures.macros({"nav": NAV, "docs_dir": str(docs)})
+    out = macros.expand('{{ collected("compute") }}', handlers, "chapters/how.md")
+    assert '<a class="tw-figref" data-ref="x"></a>' in out and '`{{ fig("y") }}`' in out

@@ -3,6 +3,7 @@ from the code."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from html.parser import HTMLParser
@@ -207,3 +208,28 @@ def test_chapters_with_a_far_widget_link_to_it_under_the_title(built_site):
         assert first and first.group(1) == jump.group(1), page
         assert html.index("<h1") < jump.start() < first.start(), page
     assert "scaling" in linked
+
+
+def test_the_book_shows_its_own_syntax(built_site):
+    """The instructors' page shows a widget block and a value() call as code, and the same call
+    in its prose as the number: widgets/macros.py and the widget fence never read code."""
+    page = (built_site / "instructors/index.html").read_text(encoding="utf-8")
+    shown = html.unescape(re.sub(r"<[^>]+>", "", page))
+    call = '{{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}'
+    assert f"<code>{call}</code>" in page
+    assert "```widget\nname: attention_scaling\nparams: {d_k: 128}" in shown
+    assert '{{ hf_source("LlamaMLP") }}' in shown and '{{ fig("map") }}' in shown
+    assert "data-widget=" not in page
+    v = REGISTRY["attention_scaling"].compute({"d_k": 64, "n_positions": 8, "seed": 0})["values"]
+    assert f"reads\n{v['var_unscaled']:.1f}." in page
+
+
+def test_no_macro_call_is_left_outside_code(built_site):
+    """Every {{ name(...) }} in prose was expanded; the only ones a reader sees are in code."""
+    left = []
+    for path in sorted(built_site.rglob("*.html")):
+        text = re.sub(r"<(script|style|pre|code)\b.*?</\1>", "", path.read_text(encoding="utf-8"),
+                      flags=re.S)
+        if re.search(r"\{\{\s*\w+\s*\(", text):
+            left.append(path.relative_to(built_site).as_posix())
+    assert left == []

@@ -14,11 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "widgets"))
 import hf_source  # noqa: E402
 
+from widgets import macros  # noqa: E402
+
 CHAPTER = (ROOT / "docs/chapters/llama.md").read_text(encoding="utf-8")
 
 
 def test_chapter_reads_exactly_the_declared_symbols():
-    used = [m.group("symbol") for m in hf_source.HF_SOURCE_CALL.finditer(CHAPTER)]
+    used = [call.args[0] for _, _, call in macros.calls(CHAPTER, "llama.md")
+            if call.name == "hf_source"]
     assert sorted(used) == sorted(hf_source.SYMBOLS)
 
 
@@ -43,10 +46,29 @@ def test_missing_symbol_fails_the_build():
 
 def test_expansion_and_info():
     md = 'text\n\n{{ hf_source("repeat_kv") }}\n\n{{ hf_info("version") }} {{ hf_info("lines") }}'
-    out = hf_source.on_page_markdown(md, None, None, None)
+    out = macros.expand(md, hf_source.MACROS, "p.md")
     assert "def repeat_kv" in out and "{{" not in out
     with pytest.raises(PluginError):
         hf_source.info("nope")
+
+
+def test_a_block_in_a_note_keeps_the_notes_indent():
+    out = macros.expand('!!! note\n\n    {{ hf_source("repeat_kv") }}\n', hf_source.MACROS, "p.md")
+    lines = out.split("\n")
+    assert lines[2].startswith("    ```python") and all(not line or line.startswith("    ")
+                                                       for line in lines[2:])
+
+
+@pytest.mark.parametrize("markdown, message", [
+    ('Inline {{ hf_source("repeat_kv") }} here', "on a line of its own"),
+    ('{{ hf_source("repeat_kv", "x") }}', "takes one symbol"),
+    ('{{ hf_info("nope") }}', "unknown key 'nope'"),
+    ('{{ hf_info(version) }}', "cannot read"),
+])
+def test_mistakes_name_the_page_and_the_call(markdown, message):
+    with pytest.raises(PluginError, match=message) as caught:
+        macros.expand(markdown, hf_source.MACROS, "chapters/llama.md")
+    assert str(caught.value).startswith("chapters/llama.md: ")
 
 
 def test_nothing_of_hugging_face_pasted_into_the_repository():
