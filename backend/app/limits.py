@@ -45,6 +45,41 @@ log = logging.getLogger("backend.app.limits")
 QUEUE_PLACES_PER_SLOT = 16
 # Set while a freshly started worker warms its widgets in the background (gunicorn_conf.warm).
 WARMING = threading.Event()
+
+
+class Demand:
+    """Readers' computations in this worker, running or waiting for a slot. The background
+    warm-up waits until there are none before each computation it starts (`wait_idle`), so a
+    reader who arrives while a worker warms is served ahead of the rest of the warm-up, not
+    after it, and does not share the cores with it."""
+
+    def __init__(self):
+        self._n = 0
+        self._cond = threading.Condition()
+        self.yields = 0  # times the warm-up waited for readers (for tests and the log)
+
+    @contextmanager
+    def held(self):
+        with self._cond:
+            self._n += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._n -= 1
+                if self._n == 0:
+                    self._cond.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no reader's computation is running or waiting, or `timeout` seconds
+        have passed (a warm-up under constant traffic still ends); True when idle."""
+        with self._cond:
+            if self._n:
+                self.yields += 1
+            return self._cond.wait_for(lambda: self._n == 0, timeout)
+
+
+DEMAND = Demand()
 SPARE_THREADS = 8  # for health checks, pages and cached answers while every place is taken
 
 
@@ -281,13 +316,14 @@ class Limits:
         # then is served late rather than refused.
         wait = self.heavy_wait if heavy or WARMING.is_set() else self.wait
         deadline = time.monotonic() + wait
-        if heavy:
-            with self.heavy.slot(client, self.heavy_wait):
-                with self.queue.slot(client, max(0.0, deadline - time.monotonic())):
+        with DEMAND.held():  # the warm-up starts nothing new until this is done
+            if heavy:
+                with self.heavy.slot(client, self.heavy_wait):
+                    with self.queue.slot(client, max(0.0, deadline - time.monotonic())):
+                        yield
+            else:
+                with self.queue.slot(client, wait):
                     yield
-        else:
-            with self.queue.slot(client, wait):
-                yield
 
     def retry_after(self) -> int:
         """Seconds until the breached rate-limit window resets (for a 429)."""
