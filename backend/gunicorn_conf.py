@@ -53,9 +53,11 @@ def post_fork(server, worker):
     threading.Thread(target=warm, args=(worker.log,), name="warm-widgets", daemon=True).start()
 
 
-# How long the warm-up waits for readers' computations to finish before each of its own: it
-# gives way to them (a reader who arrives while a worker warms is served first), but under
+# Before each of its computations the warm-up waits until no reader's computation has run for
+# WARM_QUIET_S (a reader who arrives while a worker warms is served first, and the next
+# requests of the same page or slider drag too), but at most WARM_YIELD_MAX_S, so that under
 # constant traffic it still ends.
+WARM_QUIET_S = 1.0
 WARM_YIELD_MAX_S = 10.0
 
 
@@ -86,7 +88,7 @@ def _warm(log, REGISTRY, demand) -> None:
                 # background would make the first readers' timings wait for it (and 503)
                 continue
             for params in ([spec.defaults()] if hint == "light" else spec.bake_points()):
-                demand.wait_idle(WARM_YIELD_MAX_S)  # readers first
+                demand.wait_idle(WARM_YIELD_MAX_S, WARM_QUIET_S)  # readers first
                 try:
                     module.compute(params)
                 except Exception:  # a model that cannot load answers 400 per request

@@ -55,6 +55,7 @@ class Demand:
 
     def __init__(self):
         self._n = 0
+        self._last_end = float("-inf")  # time.monotonic() when the last one ended
         self._cond = threading.Condition()
         self.yields = 0  # times the warm-up waited for readers (for tests and the log)
 
@@ -67,16 +68,29 @@ class Demand:
         finally:
             with self._cond:
                 self._n -= 1
+                self._last_end = time.monotonic()
                 if self._n == 0:
                     self._cond.notify_all()
 
-    def wait_idle(self, timeout: float) -> bool:
-        """Block until no reader's computation is running or waiting, or `timeout` seconds
-        have passed (a warm-up under constant traffic still ends); True when idle."""
+    def wait_idle(self, timeout: float, quiet: float = 0.0) -> bool:
+        """Block until no reader's computation is running or waiting and none has ended for
+        `quiet` seconds (a reader's requests come in bursts: a page's widgets, a slider's
+        drag), or until `timeout` seconds have passed (a warm-up under constant traffic still
+        ends); True when idle."""
+        deadline = time.monotonic() + timeout
         with self._cond:
-            if self._n:
+            if self._n or time.monotonic() - self._last_end < quiet:
                 self.yields += 1
-            return self._cond.wait_for(lambda: self._n == 0, timeout)
+            while True:
+                left = deadline - time.monotonic()
+                if not self._cond.wait_for(lambda: self._n == 0, max(0.0, left)):
+                    return False
+                calm = quiet - (time.monotonic() - self._last_end)
+                if calm <= 0:
+                    return True
+                if left <= 0:
+                    return False
+                self._cond.wait(min(calm, left))  # woken early by a reader's end: look again
 
 
 DEMAND = Demand()

@@ -225,3 +225,16 @@ def test_under_constant_traffic_the_warm_up_still_ends(monkeypatch):
         assert demand.wait_idle(0.05) is False  # gave up waiting: the warm-up goes on
         assert time.monotonic() - t0 >= 0.05 and demand.yields == 1
     assert demand.wait_idle(0.05) is True and demand.yields == 1  # idle: no wait
+
+
+def test_the_warm_up_waits_for_a_quiet_moment_after_a_reader():
+    """A reader's requests come in bursts: the warm-up starts nothing until none has ended for
+    `quiet` seconds (a lower bound on the wait, never an upper one)."""
+    from backend.app.limits import Demand
+
+    demand = Demand()
+    with demand.held():
+        pass
+    t0 = time.monotonic()
+    assert demand.wait_idle(10, quiet=0.2) is True
+    assert time.monotonic() - t0 >= 0.15 and demand.yields == 1
