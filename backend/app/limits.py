@@ -104,7 +104,8 @@ def threads_needed(slots: int) -> int:
     light = slots * (1 + QUEUE_PLACES_PER_SLOT)
     heavy = 1 + QUEUE_PLACES_PER_SLOT
     return light + heavy + SPARE_THREADS
-CACHE_VERSION = "v1"  # bump when a result's shape changes, so a shared Redis drops old ones
+CACHE_VERSION = "v2"  # bump when a result's shape changes, so a shared Redis drops old ones
+# (v2: attention_scaling and multi_head answers lost their prose-only values to facts())
 
 
 class _Ticket:
