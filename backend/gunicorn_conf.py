@@ -31,6 +31,15 @@ errorlog = "-"
 wsgi_app = "backend.app:create_app()"
 
 
+def on_starting(server):
+    """In the master, before any worker forks: imports that the first computation of several
+    light widgets would otherwise pay in every worker, each on its own (torch._dynamo, about
+    a second, imported by torch on first use of a meta-device module or a FLOP counter). Done
+    once here, every worker starts with it, shared copy-on-write, and a reader's first answer
+    does not wait behind a worker's import of it."""
+    import torch._dynamo  # noqa: F401
+
+
 def post_fork(server, worker):
     import torch
 
@@ -44,18 +53,31 @@ def post_fork(server, worker):
     threading.Thread(target=warm, args=(worker.log,), name="warm-widgets", daemon=True).start()
 
 
+# Before each of its computations the warm-up waits until no reader's computation has run for
+# WARM_QUIET_S (a reader who arrives while a worker warms is served first, and the next
+# requests of the same page or slider drag too), but at most WARM_YIELD_MAX_S, so that under
+# constant traffic it still ends.
+WARM_QUIET_S = 1.0
+WARM_YIELD_MAX_S = 10.0
+
+
 def warm(log) -> None:
-    from backend.app.limits import WARMING
+    import time
+
+    from backend.app.limits import DEMAND, WARMING
     from backend.widgets import REGISTRY
 
     WARMING.set()  # computations that arrive meanwhile wait longer for a slot, not 503
+    start, yields = time.monotonic(), DEMAND.yields
     try:
-        _warm(log, REGISTRY)
+        _warm(log, REGISTRY, DEMAND)
     finally:
         WARMING.clear()
+        log.info("warm-up done in %.1f s (gave way to readers %d times)",
+                 time.monotonic() - start, DEMAND.yields - yields)
 
 
-def _warm(log, REGISTRY) -> None:
+def _warm(log, REGISTRY, demand) -> None:
     for hint in ("light", "heavy"):
         for module in REGISTRY.values():
             spec = module.SPEC
@@ -66,6 +88,7 @@ def _warm(log, REGISTRY) -> None:
                 # background would make the first readers' timings wait for it (and 503)
                 continue
             for params in ([spec.defaults()] if hint == "light" else spec.bake_points()):
+                demand.wait_idle(WARM_YIELD_MAX_S, WARM_QUIET_S)  # readers first
                 try:
                     module.compute(params)
                 except Exception:  # a model that cannot load answers 400 per request

@@ -31,10 +31,13 @@ SPEC_MAX_AGE = 300
 def health():
     # `device` stays the one-line label; `accelerator` and `limits` are for operators and probes:
     # the limits this device sets, as each widget that has one declares it (`device_limits()`).
+    # `warming`: this worker is still warming its widgets in the background (it answers
+    # meanwhile, a first computation a little slower); a readiness probe may wait for false.
     widget_limits = {name: m.device_limits() for name, m in REGISTRY.items()
                      if callable(getattr(m, "device_limits", None))}
     return {"status": "ok", "device": device.describe(), "torch": torch.__version__,
-            "accelerator": device.facts(), "limits": widget_limits}
+            "warming": limits.WARMING.is_set(), "accelerator": device.facts(),
+            "limits": widget_limits}
 
 
 @bp.get("/widgets")

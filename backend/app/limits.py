@@ -45,6 +45,55 @@ log = logging.getLogger("backend.app.limits")
 QUEUE_PLACES_PER_SLOT = 16
 # Set while a freshly started worker warms its widgets in the background (gunicorn_conf.warm).
 WARMING = threading.Event()
+
+
+class Demand:
+    """Readers' computations in this worker, running or waiting for a slot. The background
+    warm-up waits until there are none before each computation it starts (`wait_idle`), so a
+    reader who arrives while a worker warms is served ahead of the rest of the warm-up, not
+    after it, and does not share the cores with it."""
+
+    def __init__(self):
+        self._n = 0
+        self._last_end = float("-inf")  # time.monotonic() when the last one ended
+        self._cond = threading.Condition()
+        self.yields = 0  # times the warm-up waited for readers (for tests and the log)
+
+    @contextmanager
+    def held(self):
+        with self._cond:
+            self._n += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._n -= 1
+                self._last_end = time.monotonic()
+                if self._n == 0:
+                    self._cond.notify_all()
+
+    def wait_idle(self, timeout: float, quiet: float = 0.0) -> bool:
+        """Block until no reader's computation is running or waiting and none has ended for
+        `quiet` seconds (a reader's requests come in bursts: a page's widgets, a slider's
+        drag), or until `timeout` seconds have passed (a warm-up under constant traffic still
+        ends); True when idle."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            if self._n or time.monotonic() - self._last_end < quiet:
+                self.yields += 1
+            while True:
+                left = deadline - time.monotonic()
+                if not self._cond.wait_for(lambda: self._n == 0, max(0.0, left)):
+                    return False
+                calm = quiet - (time.monotonic() - self._last_end)
+                if calm <= 0:
+                    return True
+                if left <= 0:
+                    return False
+                self._cond.wait(min(calm, left))  # woken early by a reader's end: look again
+
+
+DEMAND = Demand()
 SPARE_THREADS = 8  # for health checks, pages and cached answers while every place is taken
 
 
@@ -55,7 +104,8 @@ def threads_needed(slots: int) -> int:
     light = slots * (1 + QUEUE_PLACES_PER_SLOT)
     heavy = 1 + QUEUE_PLACES_PER_SLOT
     return light + heavy + SPARE_THREADS
-CACHE_VERSION = "v1"  # bump when a result's shape changes, so a shared Redis drops old ones
+CACHE_VERSION = "v2"  # bump when a result's shape changes, so a shared Redis drops old ones
+# (v2: attention_scaling and multi_head answers lost their prose-only values to facts())
 
 
 class _Ticket:
@@ -281,13 +331,14 @@ class Limits:
         # then is served late rather than refused.
         wait = self.heavy_wait if heavy or WARMING.is_set() else self.wait
         deadline = time.monotonic() + wait
-        if heavy:
-            with self.heavy.slot(client, self.heavy_wait):
-                with self.queue.slot(client, max(0.0, deadline - time.monotonic())):
+        with DEMAND.held():  # the warm-up starts nothing new until this is done
+            if heavy:
+                with self.heavy.slot(client, self.heavy_wait):
+                    with self.queue.slot(client, max(0.0, deadline - time.monotonic())):
+                        yield
+            else:
+                with self.queue.slot(client, wait):
                     yield
-        else:
-            with self.queue.slot(client, wait):
-                yield
 
     def retry_after(self) -> int:
         """Seconds until the breached rate-limit window resets (for a 429)."""

@@ -60,9 +60,13 @@ def document(registry: dict) -> dict:
     paths = {
         "/api/health": {"get": {"summary": "Liveness and the compute device", "responses": {
             "200": {"description": "ok", "content": {"application/json": {"schema": {
-                "type": "object", "properties": {"status": {"type": "string"},
-                                                 "device": {"type": "string"},
-                                                 "torch": {"type": "string"}}}}}}}}},
+                "type": "object", "properties": {
+                    "status": {"type": "string"}, "device": {"type": "string"},
+                    "torch": {"type": "string"},
+                    "warming": {"type": "boolean", "description": (
+                        "this worker is still warming its widgets in the background: it "
+                        "answers meanwhile, a first computation a little slower; a readiness "
+                        "probe may wait for false")}}}}}}}}},
         "/api/widgets": {"get": {"summary": "Every widget's parameter spec",
                                  "description": SPEC_WORDS,
                                  "responses": _spec_responses("the specs")}},

@@ -235,12 +235,18 @@ def compute(params: dict) -> dict:
         "max_weight_change": float((w - w_mha).abs().max()),
         "words": WORDS,
         "groups": groups,
-        "trained": _trained_summary(trained_pooling()),
-        **_constants(),
     }
     rounded = [[[round(float(v), 3) for v in row] for row in m] for m in maps]
     return {"values": values, "figure": _figure(values, rounded, h, n_kv, d),
             "summary": _summary(values, h, n_kv), "table": _table(values, rounded)}
+
+
+def facts(params: dict) -> dict:
+    """Values only the prose quotes (`{{ value(...) }}`), worked out when the book is built and
+    never per request: the chapter's fixed examples (the head table's FLOP counter costs a
+    worker seconds of imports on first use) and the pooling measured on MiniLM's trained heads
+    (loading the model costs seconds more). None of them depends on the sliders."""
+    return {**_constants(), "trained": _trained_summary(trained_pooling())}
 
 
 def _head_norm(weight: torch.Tensor, n: int, d: int) -> torch.Tensor:

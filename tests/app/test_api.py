@@ -20,6 +20,7 @@ def test_health(client):
     assert body["status"] == "ok"
     assert body["device"].startswith(("cpu", "cuda"))
     assert body["torch"].startswith("2.")
+    assert body["warming"] is False  # no background warm-up runs in the test client
 
 
 def test_widget_list_comes_from_the_specs(client):

@@ -22,6 +22,9 @@ class _Log:
     def warning(self, msg, *args):
         self.warnings.append(msg % args)
 
+    def info(self, msg, *args):
+        pass
+
     def exception(self, msg, *args):
         self.errors.append(msg % args)
 
@@ -168,3 +171,70 @@ def test_the_server_caps_mallocs_arenas():
     from backend.host import limit_malloc_arenas
 
     assert limit_malloc_arenas(2) is True
+
+
+def test_a_reader_who_arrives_while_a_worker_warms_is_served_before_the_rest(monkeypatch):
+    """The warm-up gives way: a computation that arrives while the worker warms runs before
+    the warm-up's next widget (in order, whatever the timing), and /api/health says `warming`
+    until the warm-up is done."""
+    import backend.gunicorn_conf as conf
+    import backend.widgets as widgets
+    from backend.app import create_app
+    from backend.app.limits import DEMAND, WARMING
+
+    order: list = []
+    first_started, first_may_end = threading.Event(), threading.Event()
+
+    class _Blocking(_Module):
+        def compute(self, params):
+            order.append(("warm", self.SPEC.name))
+            first_started.set()
+            assert first_may_end.wait(10)
+
+    fake = {"first": _Blocking("first", "light", order, 0),
+            "second": _Module("second", "light", order, 0),
+            "model": _Module("model", "heavy", order, 0)}
+    monkeypatch.setattr(widgets, "REGISTRY", fake)
+    app = create_app({"TESTING": True, "SITE_DIR": "/nonexistent"})
+    client, guard = app.test_client(), app.extensions["book_limits"]
+    yields = DEMAND.yields
+    thread = threading.Thread(target=conf.warm, args=(_Log(),), name="warm-widgets", daemon=True)
+    thread.start()
+    assert first_started.wait(10)  # the warm-up is inside its first widget
+    assert client.get("/api/health").get_json()["warming"] is True
+    with app.test_request_context("/api/widgets/x"), guard.compute_slot():  # a reader arrives
+        first_may_end.set()
+        deadline = time.monotonic() + 10
+        while DEMAND.yields == yields and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert DEMAND.yields == yields + 1  # the warm-up waits for the reader ...
+        order.append(("reader", "x"))  # ... who computes before the warm-up's next widget
+    thread.join(timeout=10)
+    assert not thread.is_alive() and not WARMING.is_set()
+    assert order == [("warm", "first"), ("reader", "x"), ("second", {"at": "default"}),
+                     ("model", {"at": 1}), ("model", {"at": 2})]
+    assert client.get("/api/health").get_json()["warming"] is False
+
+
+def test_under_constant_traffic_the_warm_up_still_ends(monkeypatch):
+    from backend.app.limits import Demand
+
+    demand = Demand()
+    with demand.held():
+        t0 = time.monotonic()
+        assert demand.wait_idle(0.05) is False  # gave up waiting: the warm-up goes on
+        assert time.monotonic() - t0 >= 0.05 and demand.yields == 1
+    assert demand.wait_idle(0.05) is True and demand.yields == 1  # idle: no wait
+
+
+def test_the_warm_up_waits_for_a_quiet_moment_after_a_reader():
+    """A reader's requests come in bursts: the warm-up starts nothing until none has ended for
+    `quiet` seconds (a lower bound on the wait, never an upper one)."""
+    from backend.app.limits import Demand
+
+    demand = Demand()
+    with demand.held():
+        pass
+    t0 = time.monotonic()
+    assert demand.wait_idle(10, quiet=0.2) is True
+    assert time.monotonic() - t0 >= 0.15 and demand.yields == 1

@@ -25,7 +25,10 @@ def maps_of(**p):
 
 @pytest.fixture(scope="module")
 def v():
-    return run()
+    """What `{{ value("multi_head", ...) }}` reads at the defaults: compute's values and the
+    build's facts."""
+    p = mh.SPEC.resolve({})
+    return {**mh.compute(p)["values"], **mh.facts(p)}
 
 
 def test_the_two_heads_disagree_and_the_big_head_sits_between(v):

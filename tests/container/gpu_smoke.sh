@@ -51,6 +51,7 @@ health = json.load(urllib.request.urlopen(base + "/api/health", timeout=10))
 print(json.dumps(health, indent=2))
 acc = health["accelerator"]
 assert health["device"].startswith("cuda"), f"device is {health['device']!r}, not cuda"
+assert isinstance(health["warming"], bool), health  # what a readiness probe may wait on
 assert acc["kind"] == "cuda" and acc["name"], acc
 assert acc["cuda_version"] and acc["memory_total_bytes"] >= acc["memory_free_bytes"] > 0, acc
 cost = health["limits"]["attention_cost"]

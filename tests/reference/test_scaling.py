@@ -42,7 +42,7 @@ def test_chunked_draw_is_the_one_liner_bit_for_bit(chunk):
 
 
 def test_the_widget_reports_the_reproduction():
-    values = REGISTRY["attention_scaling"].compute({"d_k": 64, "n_positions": 8, "seed": 0})["values"]
+    values = REGISTRY["attention_scaling"].facts({"d_k": 64, "n_positions": 8, "seed": 0})
     runs = _handout_one_liner((4, 64), 100_000)  # d = 512 alone would need 800 MB here
     assert values["handout_pairs"] == 100_000
     assert (values["handout_var_unscaled_4"], values["handout_var_scaled_4"]) == runs[0]
@@ -87,9 +87,11 @@ def test_handout_000_box_is_reproduced_to_its_printed_digits():
     assert box["max_prob_unscaled"] == pytest.approx(p.max().item(), rel=1e-6)
     assert box["entropy_unscaled"] == pytest.approx(
         torch.distributions.Categorical(probs=p).entropy().item(), rel=1e-4)
-    values = REGISTRY["attention_scaling"].compute({"d_k": 64, "n_positions": 8, "seed": 0})["values"]
+    params = {"d_k": 64, "n_positions": 8, "seed": 0}
+    values = REGISTRY["attention_scaling"].compute(params)["values"]
+    facts = REGISTRY["attention_scaling"].facts(params)
     assert values["n_pairs"] == 10_000
-    assert values["var_unscaled"] == box["var_unscaled"] == values["handout000_var_unscaled"]
+    assert values["var_unscaled"] == box["var_unscaled"] == facts["handout000_var_unscaled"]
     assert f"{values['entropy_uniform']:.3f}" == "2.079"
 
 

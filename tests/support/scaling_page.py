@@ -30,7 +30,10 @@ def run(d_k: int = 64, n_positions: int = 8) -> dict:
 
 
 def v(d_k: int = 64, n_positions: int = 8) -> dict:
-    return run(d_k, n_positions)["values"]
+    """What `{{ value("attention_scaling", ...) }}` reads: compute's values and the build's
+    facts (the handouts' experiments, the initialisation check)."""
+    params = {"d_k": d_k, "n_positions": n_positions, "seed": SEED}
+    return {**run(d_k, n_positions)["values"], **MODULE.facts(params)}
 
 
 def slack(a: dict, b: dict, key: str) -> float:
