@@ -100,10 +100,13 @@ async def _timed(session, records: list, cls: str, method: str, url: str, retrie
             records.append(Record(cls, t0, (time.monotonic() - t0) * 1000, resp.status, cached,
                                   None if resp.status < 400 else body[:200].decode(errors="replace")))
     except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-        if not retried and (time.monotonic() - t0) < 1.0:
+        if not retried and (method == "GET" or (time.monotonic() - t0) < 1.0):
             # A kept-alive connection the server closed as it was reused (gunicorn drops
-            # connections idle past `keepalive`): a browser retries once on a fresh one, so do
-            # we, and count it. A connection that dies later, mid-answer, is an error.
+            # connections idle past `keepalive`, and past its keep-alive budget under load): a
+            # browser retries once on a fresh one, so do we, and count it. A GET is retried
+            # whenever the connection ended without an answer (browsers resend an idempotent
+            # request); a POST only when it failed at once, before the server could have
+            # started on it. A second failure is an error.
             stale[0] += 1
             return await _timed(session, records, cls, method, url, retried=True, t0=t0,
                                 keep=keep, **kw)
