@@ -135,9 +135,13 @@ def test_the_same_setting_gives_the_same_file(client):
     ("sampling", "prompt=", "prompt", "must not be empty"),
     ("multi_head", "n_heads=8&n_kv=3", "n_kv", "must be one of"),
 ])
-def test_bad_settings_are_the_posts_400(client, name, query, param, words):
-    r = _get(client, name, query)
+@pytest.mark.parametrize("route", ["notebook", "result"])
+def test_bad_settings_are_the_posts_400(client, route, name, query, param, words):
+    """Both routes that read a setting from a query (this one and the pages' GET .../result)
+    refuse as the POST does; a refused result is not kept by any cache."""
+    r = client.get(f"/api/widgets/{name}/{route}?{query}")
     assert r.status_code == 400
+    assert "max-age" not in r.headers.get("Cache-Control", "")
     body = r.get_json()
     assert body["param"] == param and words in body["error"], body
     # The POST endpoint says the same for the same setting, where JSON can say it (JSON has

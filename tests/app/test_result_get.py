@@ -81,19 +81,8 @@ def test_a_measured_widget_is_kept_no_longer_than_the_server_keeps_it(client, mo
     assert "max-age=30" in r.headers["Cache-Control"]
 
 
-@pytest.mark.parametrize("name, query, param, words", [
-    ("attention_scaling", "d_k=4096", "d_k", "must be"),
-    ("attention_scaling", "d_k=abc", "d_k", "must be an integer"),
-    ("attention_scaling", "d_k=64&d_k=128", "d_k", "given 2 times"),
-    ("attention_scaling", "nope=1", "nope", "unknown parameter"),
-    ("rmsnorm", "offset=nan", "offset", ""),
-])
-def test_bad_settings_are_400_and_not_kept(client, name, query, param, words):
-    r = _get(client, name, query)
-    assert r.status_code == 400
-    body = r.get_json()
-    assert body["param"] == param and words in body["error"], body
-    assert "max-age" not in r.headers.get("Cache-Control", "")
+# Bad settings (400, the POST's words, not kept by a cache): tests/app/test_notebook.py, for
+# both routes that read a setting from a query.
 
 
 def test_unknown_widget_is_404(client):
