@@ -218,7 +218,8 @@ def test_the_book_shows_its_own_syntax(built_site):
     call = '{{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}'
     assert f"<code>{call}</code>" in page
     assert "```widget\nname: attention_scaling\nparams: {d_k: 128}" in shown
-    assert '{{ hf_source("LlamaMLP") }}' in shown and '{{ fig("map") }}' in shown
+    assert '{{ hf_source("LlamaMLP") }}' in shown and '{{ fig("norm-placement") }}' in shown
+    assert "```diagram\nname: norm_placement\nconfig: {n_blocks: 1}" in shown
     assert "data-widget=" not in page
     v = REGISTRY["attention_scaling"].compute({"d_k": 64, "n_positions": 8, "seed": 0})["values"]
     assert f"reads\n{v['var_unscaled']:.1f}." in page
