@@ -8,7 +8,7 @@ serialize; the tensor math lives in `backend.widgets` and `backend.reference`.
 
 from __future__ import annotations
 
-from flask import Flask
+from flask import Flask, request
 from flask_cors import CORS
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -48,3 +48,16 @@ def init_cors(app: Flask) -> None:
     if origins:
         CORS(app, resources={r"/api/*": {"origins": list(origins)}}, methods=["GET", "POST"],
              allow_headers=["Content-Type"], max_age=600)
+        allowed = set(origins)
+
+        @app.after_request
+        def timing_allow_origin(resp):
+            # The page of an allowed origin may read its API answers' Resource Timing sizes:
+            # that is how its runtime tells an answer from its browser's cache from a fresh one
+            # (widgets/runtime/scheduler.js, answeredBy), which across origins the browser
+            # otherwise hides.
+            origin = request.headers.get("Origin", "").rstrip("/")
+            if origin in allowed and request.path.startswith("/api/"):
+                resp.headers["Timing-Allow-Origin"] = origin
+                resp.vary.add("Origin")
+            return resp

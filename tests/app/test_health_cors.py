@@ -60,6 +60,14 @@ def test_an_allowed_origin_may_post_after_a_preflight(cors_client):
     assert r.status_code == 200 and r.headers["Access-Control-Allow-Origin"] == ALLOWED
 
 
+def test_an_allowed_origin_may_get_a_result_and_read_its_timing(cors_client):
+    """The pages' GET needs no preflight; the answer names the origin for CORS and for
+    Resource Timing (how the runtime tells a browser-cached answer from a fresh one)."""
+    r = cors_client.get("/api/widgets/attention_scaling/result?d_k=32", headers={"Origin": ALLOWED})
+    assert r.status_code == 200 and r.headers["Access-Control-Allow-Origin"] == ALLOWED
+    assert r.headers["Timing-Allow-Origin"] == ALLOWED and "Origin" in r.headers["Vary"]
+
+
 @pytest.mark.parametrize("origin", ["http://127.0.0.1:9002", "https://evil.example", "null"])
 def test_any_other_origin_gets_no_cors_header(cors_client, origin):
     pre = cors_client.options("/api/widgets/attention_scaling", headers={
@@ -67,6 +75,8 @@ def test_any_other_origin_gets_no_cors_header(cors_client, origin):
     assert "Access-Control-Allow-Origin" not in pre.headers
     r = cors_client.post("/api/widgets/attention_scaling", json={}, headers={"Origin": origin})
     assert "Access-Control-Allow-Origin" not in r.headers
+    r = cors_client.get("/api/widgets/attention_scaling/result", headers={"Origin": origin})
+    assert "Access-Control-Allow-Origin" not in r.headers and "Timing-Allow-Origin" not in r.headers
 
 
 def test_without_configured_origins_there_are_no_cors_headers(client):
