@@ -27,9 +27,9 @@ NO_LIMIT = {"BOOK_RATE_LIMIT": "off"}
 # Move every widget of the page: its first enabled slider to `stop` of its range (or to
 # 1 - stop where it already is there, so the move changes the setting; null: again to the value
 # it has, which the page loaded as a baked point, so the server accepts it, and which the
-# runtime sends only while the figure shows a baked result), or,
-# for a widget of choices only, its first select again to the value it has. Returns the
-# widgets moved.
+# runtime sends only while the figure shows a baked result), or, for a widget of choices only,
+# its first select to another option it offers (null: again to the value it has). Returns the widgets
+# moved.
 MOVE = """(stop) => [...document.querySelectorAll('[data-widget]')].map(root => {
     const s = [...root.querySelectorAll('input[type=range]')].find(x => !x.disabled);
     if (s) {
@@ -45,6 +45,10 @@ MOVE = """(stop) => [...document.querySelectorAll('[data-widget]')].map(root => 
     } else {
         const sel = [...root.querySelectorAll('select')].find(x => !x.disabled);
         if (!sel) return root.dataset.widget + ': no control';
+        // a move changes the setting: one the browser has already been answered for would
+        // be answered again from its own HTTP cache, outage or not (the pages' GETs may be kept)
+        const other = [...sel.options].find(o => !o.disabled && o.value !== sel.value);
+        if (stop !== null && other) sel.value = other.value;
         sel.dispatchEvent(new Event('change', {bubbles: true}));
     }
     return root.dataset.widget;
