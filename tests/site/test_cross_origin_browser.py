@@ -140,6 +140,23 @@ def test_a_widget_recomputes_live_across_origins(apart, page):
     assert not page.console_errors
 
 
+def test_across_origins_an_answer_from_the_browsers_cache_is_called_so(apart, page):
+    """The API names the page's origin in Timing-Allow-Origin, so the runtime can read the
+    Resource Timing sizes that tell its browser's cached answers from fresh ones."""
+    site, _, api = apart
+    page.goto(site + CHAPTER)
+    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=30_000)
+    status = page.locator(f"{WIDGET} .tw-status")
+    for seed in (4321, 4322, 4321):
+        _type_seed(page, seed)
+        page.wait_for_function(f"""() => document.querySelector('{WIDGET}').dataset.source === 'live'
+            && location.search.includes('seed={seed}')""", timeout=20_000)
+        if seed == 4322:
+            assert "browser's cache" not in status.inner_text()
+    assert "your browser's cache" in status.inner_text(), status.inner_text()
+    assert not page.console_errors
+
+
 def test_an_origin_not_allowed_gets_no_cors_header_and_the_page_falls_back(apart, page):
     _, other, api = apart
     req = urllib.request.Request(api + "/api/widgets/attention_scaling", data=b"{}",
