@@ -90,8 +90,8 @@ def widget_result(name: str):
     browsers and proxies may keep: the same setting asked again within `RESULT_MAX_AGE` is
     answered by the reader's browser, or by nginx in front of the replicas, without reaching
     a worker; after that a conditional request is answered 304 without a computation or a
-    cache lookup. The pages send only the parameters that differ from their defaults, in the
-    spec's order, so one setting is one URL."""
+    cache lookup. The pages send every parameter, in the spec's order (spec.js settingQuery),
+    so one setting is one URL; a query that omits some gets their defaults, as the POST does."""
     module = _module(name)
     params = query.params_from_query(module.SPEC, request.args)
     tag = result_etag(name, params)

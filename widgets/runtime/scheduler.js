@@ -215,7 +215,7 @@ function answeredBy(url, resp) {
 /* Resource Timing stops recording at its buffer's size (250 entries by default): a reader who
  * moves sliders for a long time would lose the entries answeredBy reads. */
 if (typeof performance !== "undefined" && performance.clearResourceTimings &&
-    typeof window !== "undefined") {
+    typeof performance.addEventListener === "function") {
   performance.addEventListener("resourcetimingbufferfull", function () {
     performance.clearResourceTimings();
   });

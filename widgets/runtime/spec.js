@@ -15,6 +15,7 @@ export function settingQuery(spec, params) {
   });
   return q.toString();
 }
+
 export function isLog(p) { return p.scale === "log2" && p.min > 0; }
 
 /* The values a slider stops at, or null for a plain slider (position = value, or log2 of it):
