@@ -7,13 +7,6 @@ The chapter's counted claims are in test_cost.py. Each test names the sentence i
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -21,7 +14,6 @@ from torch.utils.flop_counter import FlopCounterMode
 from backend.reference import attention_cost as ac
 from backend.widgets import attention_cost as w
 
-ROOT = Path(__file__).resolve().parents[2]
 TOP = w.CEILING
 HEAD_DIMS = (16, 64, 256)                 # the head-size slider's ends and default
 # a timing lock of each test's own (tests/conftest.py)
@@ -91,21 +83,22 @@ def test_time_grows_faster_than_linearly(T):
 
 
 # "At the top of the slider, with the other controls at their defaults, the fused kernel is also
-# faster than the explicit path in float32 and in float16 (there by far ...). In bfloat16 neither
-# wins reliably on this CPU: the explicit path's multiplies are fast in bfloat16 once the
-# measuring process has warmed up, and slow the first time, so the widget may show either."
-# Measured twice, fresh each time: the first measurement in a process is not the second (the
-# first big allocations pay for fresh pages), and the sentence must hold for both. In bfloat16
-# on the build's CPU the explicit path won warm (3.5 ms against 6.5) and lost cold (14.8 against
-# 6.8); the sentence claims neither, so no assertion is made of which.
+# faster than the explicit path in float32 and in float16 (there by far ...). In bfloat16 the
+# measurements on this CPU disagree from one run to another ..., so the chapter makes no claim
+# there." Measured twice, fresh each time: the first measurement in a process is not always the
+# second, and the sentence must hold for both. The bfloat16 record behind "disagree": on the
+# build machine the explicit path took 3.2-3.7 ms against the fused 6.2-6.6 in a warmed process
+# and 13-15 ms against 6.3-6.8 in a fresh one; in a clean-clone CI run, 11.0 ms both times.
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_at_the_top_the_fused_kernel_is_faster(dtype, fresh_timings):
     for _ in range(2):
         w.measure.cache_clear()
         v = values(context_len=TOP, dtype=dtype)
         assert v["fastest_fused"] < v["fastest_eager"]
-    assert values(context_len=TOP, dtype="float16")["fastest_eager"] > (
-        3 * values(context_len=TOP, dtype="float16")["fastest_fused"])  # "by far"
+    half, single = values(context_len=TOP, dtype="float16"), values(context_len=TOP)
+    assert half["fastest_eager"] > 3 * half["fastest_fused"]  # "by far"
+    # "this CPU multiplies half-precision tables slowly": the same multiplies in float32
+    assert half["fastest_eager"] > 3 * single["fastest_eager"]
 
 
 # "At short contexts with a big batch and many heads its lead is smaller than at the top of the
@@ -240,26 +233,3 @@ def test_exercise_3_one_sequence_fits_not_two():
     budget = int(80e9 / 2)
     assert ac.largest_context(budget, 32, 1, torch.bfloat16) >= 8192
     assert ac.largest_context(budget, 32, 2, torch.bfloat16) < 8192
-
-
-# "... the explicit path's multiplies are fast in bfloat16 once the measuring process has
-# warmed up, and slow the first time, so the widget may show either." A fresh process (as a
-# new worker, or the build) measures twice.
-def test_in_bfloat16_the_winner_depends_on_whether_the_process_has_warmed_up():
-    script = (
-        "import json\n"
-        "from backend.widgets import attention_cost as w\n"
-        "out = []\n"
-        "for _ in range(2):\n"
-        "    w.measure.cache_clear()\n"
-        "    v = w.compute(w.SPEC.resolve({'context_len': w.CEILING, 'dtype': 'bfloat16'}))\n"
-        "    out.append([v['values']['fastest_eager'], v['values']['fastest_fused']])\n"
-        "print(json.dumps(out))\n")
-    env = {**os.environ, "BOOK_TIMING_LOCK": str(Path(tempfile.mkdtemp()) / "timing.lock")}
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, timeout=300,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
-    (cold_eager, cold_fused), (warm_eager, warm_fused) = json.loads(done.stdout.splitlines()[-1])
-    assert cold_eager > 1.5 * warm_eager             # slow the first time
-    assert cold_eager > cold_fused and warm_eager < warm_fused, (cold_eager, cold_fused,
-                                                                 warm_eager, warm_fused)
