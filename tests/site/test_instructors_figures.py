@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
+from backend.app import api
+
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
+from load_plan import Plan  # noqa: E402
 PAGE = (ROOT / "docs/instructors.md").read_text()
 RECORD = json.loads((ROOT / "tests/benchmarks/results/load.json").read_text())
 POST = json.loads((ROOT / "tests/benchmarks/results/load_post.json").read_text())
@@ -68,6 +73,9 @@ def test_the_words_around_the_table_are_the_records():
     assert settings["ramp_s"] == 5 and "first five seconds" in WORDS
     assert settings["heavy_share"] == 0.05 and "One move in twenty" in WORDS
     assert settings["repeat_share"] == 0.7 and "seven in ten" in WORDS
+    assert Plan.navigate_share == 0.03 and "one in thirty-three opens another chapter" in WORDS
+    assert api.RESULT_MAX_AGE == 600 and "in the last ten minutes" in WORDS
+    assert "for ten minutes, without asking a replica" in WORDS
     # the before: the same levels on a fresh server, asking with POSTs
     old = {level["readers"]: level for level in POST["levels"]}
     assert POST["settings"]["moves_as"] == "POST" and set(old) == {50, 200, 500}
