@@ -83,22 +83,20 @@ def test_time_grows_faster_than_linearly(T):
 
 
 # "At the top of the slider, with the other controls at their defaults, the fused kernel is also
-# faster than the explicit path in float32 and in float16 (there by far ...). In bfloat16 the
-# measurements on this CPU disagree from one run to another ..., so the chapter makes no claim
-# there." Measured twice, fresh each time: the first measurement in a process is not always the
-# second, and the sentence must hold for both. The bfloat16 record behind "disagree": on the
-# build machine the explicit path took 3.2-3.7 ms against the fused 6.2-6.6 in a warmed process
-# and 13-15 ms against 6.3-6.8 in a fresh one; in a clean-clone CI run, 11.0 ms both times.
+# faster than the explicit path in float32 and in float16. How much faster depends on the CPU,
+# so the chapter gives no factor ... In bfloat16 the measurements disagree from one run to
+# another, so the chapter makes no claim there." Measured twice, fresh each time: the first
+# measurement in a process is not always the second, and the sentence must hold for both.
+# The records behind the words: in float16, 12x on stop 28's build machine and 6.9 ms against
+# 4.3 (1.6x) on a CPU with AVX-512 FP16 (stop 29's clean clone); in bfloat16 the explicit path
+# took 3.2-3.7 ms against the fused 6.2-6.6 in a warmed process and 13-15 ms against 6.3-6.8 in
+# a fresh one, and in a clean-clone CI run 11.0 ms both times.
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_at_the_top_the_fused_kernel_is_faster(dtype, fresh_timings):
     for _ in range(2):
         w.measure.cache_clear()
         v = values(context_len=TOP, dtype=dtype)
         assert v["fastest_fused"] < v["fastest_eager"]
-    half, single = values(context_len=TOP, dtype="float16"), values(context_len=TOP)
-    assert half["fastest_eager"] > 3 * half["fastest_fused"]  # "by far"
-    # "this CPU multiplies half-precision tables slowly": the same multiplies in float32
-    assert half["fastest_eager"] > 3 * single["fastest_eager"]
 
 
 # "At short contexts with a big batch and many heads its lead is smaller than at the top of the

@@ -348,10 +348,12 @@ def test_worked_row_at_the_defaults_matches_the_table():
 
 
 @pytest.mark.parametrize("s, t, sp, tp", [(6, 5, 2, 1), (12, 12, 11, 11), (1, 1, 0, 0), (12, 3, 5, 2), (4, 9, 0, 8)])
-def test_worked_row_equals_the_models_own_weights_to_the_last_bit(s, t, sp, tp):
-    """'Done by hand this way, the row equals the one the model itself returns ... to the last
-    bit'; pads get exactly 0."""
+def test_worked_row_agrees_with_the_models_own_weights_to_a_millionth(s, t, sp, tp):
+    """'Done by hand this way, the row agrees with the one the model itself returns ... to within
+    a millionth'; pads get exactly 0. (Bit for bit on many CPUs; on one with AVX-512 FP16 the
+    matrix-vector product rounded the last place differently, 1.5e-8, at (4, 9, 0, 8).)"""
     ex = run(src_len=s, tgt_len=t, src_pad=sp, tgt_pad=tp)["cross_example"]
-    assert ex["max_diff"] == 0.0 and ex["weights"] == ex["model_weights"]
+    assert ex["max_diff"] <= 1e-6
+    assert ex["weights"] == pytest.approx(ex["model_weights"], abs=1e-6, rel=0)
     assert all(w == 0.0 for w, r in zip(ex["weights"], ex["real"]) if not r)
     assert ex["real"] == [True] * (s - sp) + [False] * sp
