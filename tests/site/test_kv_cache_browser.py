@@ -4,7 +4,7 @@ live as the controls move."""
 from __future__ import annotations
 
 import pytest
-from widget_page import open_widget, set_box, value_text, wait_source
+from widget_page import open_widget, refused_in_words, set_box, value_text, wait_source
 
 pytestmark = pytest.mark.browser
 
@@ -35,13 +35,9 @@ def test_the_widget_draws_and_follows_steps_prompt_and_model(page, server):
 
 def test_steps_out_of_range_are_refused_in_words(page, server):
     open_widget(page, server + CHAPTER, WIDGET)
-    set_box(page, WIDGET, "steps", 5000)
-    page.wait_for_function(f"""() => document.querySelector('{WIDGET}').innerText
-        .includes('from 1 to 400')""", timeout=20_000)
+    refused_in_words(page, WIDGET, "steps", 5000, "from 1 to 400")
     page.locator(f'{WIDGET} select[name="model"]').select_option("book")
-    set_box(page, WIDGET, "steps", 97)
-    page.wait_for_function(f"""() => document.querySelector('{WIDGET}').innerText
-        .includes('from 1 to 96')""", timeout=20_000)
+    refused_in_words(page, WIDGET, "steps", 97, "from 1 to 96")
 
 
 def test_with_the_api_blocked_a_200_step_run_is_baked(page, server):

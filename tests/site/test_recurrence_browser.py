@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from widget_page import open_widget, set_box, value_text, wait_source
+from widget_page import open_widget, refused_in_words, set_box, value_text, wait_source
 
 from tests.support.browser import PHONE, new_page
 
@@ -49,9 +49,7 @@ def test_the_widget_draws_and_both_panels_follow_the_controls(page, server):
 
 def test_a_width_outside_the_range_is_refused_in_words(page, server):
     open_widget(page, server + CHAPTER, WIDGET)
-    set_box(page, WIDGET, "width", 5000)
-    page.wait_for_function(f"""() => document.querySelector('{WIDGET}').innerText
-        .includes('from 16 to 512')""", timeout=20_000)
+    refused_in_words(page, WIDGET, "width", 5000, "from 16 to 512")
 
 
 def test_with_the_api_blocked_the_baked_timings_are_drawn(page, server):

@@ -59,3 +59,11 @@ def wait_source(page, w, condition="true", source="live", timeout=20_000):
         const w = document.querySelector('{w}');
         return w.dataset.source === '{source}' && ({condition});
     }}""", timeout=timeout)
+
+
+def refused_in_words(page, w, name, value, words, timeout=20_000):
+    """Type `value` into the box of `name` (`set_box`) and wait until the widget's text includes
+    `words`: the refusal of a value out of range, said on the page."""
+    set_box(page, w, name, value)
+    page.wait_for_function("([w, words]) => document.querySelector(w).innerText.includes(words)",
+                           arg=[w, words], timeout=timeout)
