@@ -27,7 +27,7 @@ from backend.budgets import MEMORY_SHARE, WORK_BUDGET, memory_budget, work_budge
 from backend.reference import attention_cost as ac
 from backend.widgets import measure as measure_lib
 from backend.widgets.attention_cost_facts import llama_crossover, table_values
-from backend.widgets.spec import Limit, Output, Param, ParamError, WidgetSpec  # noqa: F401
+from backend.widgets.spec import Limit, Output, Param, ParamError, WidgetSpec, dtype_param  # noqa: F401
 from backend.widgets.style import COLORS, base_layout
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -116,8 +116,7 @@ SPEC = WidgetSpec(
               help="Heads, each with its own T × T score matrix."),
         Param("batch", "batch B", "int", default=1, min=1, max=16, step=1,
               help="Sequences attended at once."),
-        Param("dtype", "dtype", "choice", default="float32", options=tuple(DTYPES),
-              help="Number format of queries, keys and values."),
+        dtype_param(DTYPES, "float32", help="Number format of queries, keys and values."),
     ),
     outputs=(
         Output("flops", "FLOPs of the T × T products", ".3g"),

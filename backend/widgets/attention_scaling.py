@@ -15,7 +15,7 @@ import torch
 
 from backend.device import device
 from backend.reference import scaling
-from backend.widgets.spec import Output, Param, WidgetSpec
+from backend.widgets.spec import Output, Param, WidgetSpec, seed_param
 from backend.widgets.style import COLORS, base_layout
 
 SPEC = WidgetSpec(
@@ -32,8 +32,8 @@ SPEC = WidgetSpec(
                    "width."),
         Param("n_positions", "positions", "int", default=8, min=2, max=512, step=1,
               scale="log2", help="How many keys one query's softmax spreads over."),
-        Param("seed", "seed", "int", default=0, min=0, max=9999, step=1,
-              help="Seed of the random draw; the same seed always gives the same numbers."),
+        seed_param(9999,
+                   help="Seed of the random draw; the same seed always gives the same numbers."),
     ),
     # Pairs first (unscaled, then scaled), the references after them.
     outputs=(

@@ -15,7 +15,7 @@ import torch
 
 from backend.reference import masks
 from backend.reference.encoder_decoder import seq2seq_masks
-from backend.widgets.spec import Output, Param, WidgetSpec
+from backend.widgets.spec import Output, Param, WidgetSpec, dtype_param
 from backend.widgets.style import COLORS, WEIGHT_SCALE, base_layout
 
 # The hand-picked embeddings: (water, money, generic, unused). A padding token is all zeros, as
@@ -76,8 +76,8 @@ SPEC = WidgetSpec(
                    "predicate with the dtype's minimum. fill_1e4: masked_fill with −1e4, a "
                    "sentinel common in older code. after_softmax: the mistake, zeroing weights after the "
                    "softmax."),
-        Param("dtype", "score dtype", "choice", default="float32", options=tuple(DTYPES),
-              help="The dtype the embeddings, scores and mask are held in."),
+        dtype_param(DTYPES, "float32", label="score dtype",
+                    help="The dtype the embeddings, scores and mask are held in."),
     ),
     outputs=(
         Output("row_sums_text", "row sums", ""),

@@ -36,7 +36,7 @@ from backend.reference.serving import (
 )
 from backend.widgets import presets
 from backend.widgets.shapes import check_heads, kv_depend_on_heads
-from backend.widgets.spec import Depends, Output, Param, WidgetSpec
+from backend.widgets.spec import Depends, Output, Param, WidgetSpec, dtype_param
 from backend.widgets.style import COLORS, base_layout
 
 CHOICES = {name: PRESETS[name] for name in DECODER_PRESETS}
@@ -97,11 +97,11 @@ SPEC = WidgetSpec(
               depends=_locks("n_kv") + (kv_depend_on_heads(128),)),
         Param("head_dim", "head width d_head", "int", default=START.d_head, min=8, max=512,
               step=8, depends=_locks("head_dim")),
-        Param("dtype", "cache dtype", "choice", default="bfloat16", options=tuple(DTYPES),
-              help="int8 and fp8 store one byte per number plus scales to turn it back into "
-                   "a key or a value. Most servers keep one scale per tensor (a few bytes per "
-                   "layer); this counts the generous case, one float16 scale per key vector "
-                   "and per value vector."),
+        dtype_param(DTYPES, "bfloat16", label="cache dtype",
+                    help="int8 and fp8 store one byte per number plus scales to turn it back "
+                         "into a key or a value. Most servers keep one scale per tensor (a few "
+                         "bytes per layer); this counts the generous case, one float16 scale per "
+                         "key vector and per value vector."),
         Param("batch", "concurrent users", "int", default=1, min=1, max=1024, step=1,
               scale="log2", help="Users served at once, each with a cache of this length."),
         Param("memory", "accelerator, sold as (GB = 10⁹ bytes)", "choice", default="80",

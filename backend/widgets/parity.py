@@ -30,7 +30,16 @@ from backend.reference.llama_compare import (
 )
 from backend.reference.model import FAULTS
 from backend.widgets.shapes import check_heads
-from backend.widgets.spec import Depends, Limit, Output, Param, ParamError, WidgetSpec
+from backend.widgets.spec import (
+    Depends,
+    Limit,
+    Output,
+    Param,
+    ParamError,
+    WidgetSpec,
+    dtype_param,
+    seed_param,
+)
 from backend.widgets.style import COLORS, SERIES
 
 MAX_PARAMS = 1_000_000  # two float32 copies and a 64-token batch: about a second on one CPU core
@@ -101,13 +110,13 @@ SPEC = WidgetSpec(
               step=100.0),
         Param("tied", "tie the LM head to the embedding", "bool", default=False),
         Param("seq_len", "tokens T", "int", default=16, min=2, max=64, step=1),
-        Param("seed", "seed (weights and tokens)", "int", default=0, min=0, max=999, step=1),
+        seed_param(999, label="seed (weights and tokens)"),
         Param("fault", "break one piece", "choice", default="none", options=FAULTS,
               help="none; rope_layout: RoPE rotates adjacent pairs instead of rotate-half; "
                    "norm_upcast: RMSNorm computed in the input dtype; repeat_kv: K/V heads tiled "
                    "in the wrong order; causal_mask: every position sees the future."),
-        Param("dtype", "number format", "choice", default="float32", options=tuple(DTYPES),
-              help="Both models' weights and activations."),
+        dtype_param(DTYPES, "float32", label="number format",
+                    help="Both models' weights and activations."),
     ),
     outputs=(
         Output("max_abs_logit_diff", "largest |Δ logit|", ".1e"),

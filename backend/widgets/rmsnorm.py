@@ -20,7 +20,7 @@ from backend.reference.norms import (
     rmsnorm_rounded_at,
     running_mean_square,
 )
-from backend.widgets.spec import Output, Param, WidgetSpec
+from backend.widgets.spec import Output, Param, WidgetSpec, dtype_param
 from backend.widgets.style import COLORS, base_layout
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -40,8 +40,7 @@ SPEC = WidgetSpec(
               step=0.5, help="Added to every entry: how far off-centre the input is."),
         Param("scale", "scale (spread of the input)", "float", default=1.0, min=0.01, max=1000.0,
               step=0.01, scale="log2", help="Standard deviation of the random part."),
-        Param("dtype", "dtype", "choice", default="bfloat16", options=tuple(DTYPES),
-              help="The precision the model runs in."),
+        dtype_param(DTYPES, "bfloat16", help="The precision the model runs in."),
         Param("upcast", "upcast to float32", "bool", default=True,
               help="Do the reduction in float32, as Llama's RMSNorm does."),
     ),

@@ -22,7 +22,7 @@ from backend.reference.sampling import (
     top_k_filter,
     top_p_filter,
 )
-from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.widgets.spec import Output, Param, ParamError, WidgetSpec, seed_param
 from backend.widgets.style import COLORS
 
 MAX_CHARS = 300
@@ -51,8 +51,7 @@ SPEC = WidgetSpec(
               help="Keep only the k most likely tokens; 0 keeps them all."),
         Param("top_p", "top-p (1 = off)", "float", default=1.0, min=0.05, max=1.0, step=0.05,
               help="Keep the fewest most likely tokens whose probabilities add up to at least p."),
-        Param("seed", "seed", "int", default=0, min=0, max=999, step=1,
-              help="Seeds the generator that draws the continuation."),
+        seed_param(999, help="Seeds the generator that draws the continuation."),
     ),
     outputs=(
         Output("top_token", "most likely next token", ""),

@@ -189,6 +189,17 @@ class Param:
         return "; ".join(parts)
 
 
+def seed_param(top: int, help: str = "", label: str = "seed") -> Param:
+    """The seed of a widget's random draw: a whole number from 0 (the default) to `top`."""
+    return Param("seed", label, "int", default=0, min=0, max=top, step=1, help=help)
+
+
+def dtype_param(dtypes, default: str, help: str, label: str = "dtype") -> Param:
+    """The number format a widget computes or stores in: one of `dtypes`' names (its table of
+    names to torch dtypes), in the table's order."""
+    return Param("dtype", label, "choice", default=default, options=tuple(dtypes), help=help)
+
+
 @dataclass(frozen=True)
 class Output:
     """A named value the widget returns, with how the page should label and format it."""

@@ -99,46 +99,24 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
 
 
-@light_canned.parametrize()
-@settings(max_examples=EXAMPLES, **SETTINGS)
-def test_every_response_conforms_and_none_is_a_5xx(case, canned_compute):
-    _check(case)
+def _fuzz(schema, examples: int, canned: bool = False):
+    """A test that sends up to `examples` generated requests to each operation of `schema` and
+    checks every answer (`_check`); `canned`: against canned computations (`canned_compute`)."""
+    @schema.parametrize()
+    @settings(max_examples=examples, **SETTINGS)
+    def test(case):
+        _check(case)
+    return pytest.mark.usefixtures("canned_compute")(test) if canned else test
 
 
-@light_schema.parametrize()
-@settings(max_examples=REAL_EXAMPLES, **SETTINGS)
-def test_every_response_conforms_computed_for_real(case):
-    _check(case)
-
-
-@result_canned.parametrize()
-@settings(max_examples=RESULT_EXAMPLES, **SETTINGS)
-def test_result_queries_conform_and_none_is_a_5xx(case, canned_compute):
-    _check(case)
-
-
-@result_heavy_negative.parametrize()
-@settings(max_examples=RESULT_EXAMPLES, **SETTINGS)
-def test_model_widgets_result_queries_refuse_what_the_document_forbids(case):
-    _check(case)
-
-
-@notebook_schema.parametrize()
-@settings(max_examples=NOTEBOOK_EXAMPLES, **SETTINGS)
-def test_notebook_queries_conform_and_none_is_a_5xx(case):
-    _check(case)
-
-
-@heavy_negative.parametrize()
-@settings(max_examples=EXAMPLES, **SETTINGS)
-def test_model_widgets_refuse_what_the_document_forbids(case):
-    _check(case)
-
-
-@heavy_schema.parametrize()
-@settings(max_examples=HEAVY_EXAMPLES, **SETTINGS)
-def test_model_widgets_answer_valid_bodies(case):
-    _check(case)
+test_every_response_conforms_and_none_is_a_5xx = _fuzz(light_canned, EXAMPLES, canned=True)
+test_every_response_conforms_computed_for_real = _fuzz(light_schema, REAL_EXAMPLES)
+test_result_queries_conform_and_none_is_a_5xx = _fuzz(result_canned, RESULT_EXAMPLES, canned=True)
+test_model_widgets_result_queries_refuse_what_the_document_forbids = _fuzz(
+    result_heavy_negative, RESULT_EXAMPLES)
+test_notebook_queries_conform_and_none_is_a_5xx = _fuzz(notebook_schema, NOTEBOOK_EXAMPLES)
+test_model_widgets_refuse_what_the_document_forbids = _fuzz(heavy_negative, EXAMPLES)
+test_model_widgets_answer_valid_bodies = _fuzz(heavy_schema, HEAVY_EXAMPLES)
 
 
 def test_each_widget_post_got_a_thousand_requests():

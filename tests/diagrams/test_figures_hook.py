@@ -8,6 +8,7 @@ import markdown as md_lib
 import pytest
 from mkdocs.exceptions import PluginError
 
+from tests.support.build import stops_the_build
 from widgets import figures, macros
 
 NAV = [{"Home": "index.md"},
@@ -92,9 +93,7 @@ def test_the_figure_has_an_accessible_name_and_a_text_description():
     ("```diagram\nname: [unclosed\n```\n", "not valid YAML"),
 ])
 def test_mistakes_stop_the_build_with_a_reason(markdown, message):
-    with pytest.raises(PluginError, match=message) as caught:
-        render(markdown)
-    assert str(caught.value).startswith("chapters/two.md: ")
+    stops_the_build(render, markdown, message, "chapters/two.md")
 
 
 def test_a_link_to_a_page_that_is_not_there_stops_the_build():

@@ -4,7 +4,7 @@ device's ceiling shown on the slider and refused in words above it, and the offl
 from __future__ import annotations
 
 import pytest
-from widget_page import value_text
+from widget_page import open_widget, set_box, value_text, wait_source
 
 from tests.support.browser import PHONE, new_page
 
@@ -15,25 +15,14 @@ WIDGET = '[data-widget="attention_cost"]'
 
 
 def wait_live_and(page, js_condition):
-    page.wait_for_function(f"""() => {{
-        const w = document.querySelector('{WIDGET}');
-        return w.dataset.source === 'live' && ({js_condition});
-    }}""", timeout=40_000)
-
-
-def set_box(page, name, value):
-    box = page.locator(f'{WIDGET} input[name="{name}-value"]')
-    box.fill(str(value))
-    box.dispatch_event("change")
+    wait_source(page, WIDGET, js_condition, timeout=40_000)
 
 
 TITLE = "w.querySelector('.tw-plot').layout.annotations[0].text"
 
 
 def test_every_control_moves_the_figure_and_the_values(page, server):
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-    page.wait_for_selector(".katex", timeout=20_000)
+    open_widget(page, server + CHAPTER, WIDGET, katex=20_000)
     assert value_text(page, WIDGET, "device") == "cpu"
     slider = page.locator(f'{WIDGET} input[type=range][name="context_len"]')
     assert slider.count() == 1
@@ -41,19 +30,19 @@ def test_every_control_moves_the_figure_and_the_values(page, server):
     assert page.locator(f'{WIDGET} input[name="context_len-value"]').get_attribute("max") \
         == "1448"
 
-    set_box(page, "context_len", 512)
+    set_box(page, WIDGET, "context_len", 512)
     wait_live_and(page, f"{TITLE} === 'time at T = 512'")
     first_flops = value_text(page, WIDGET, "flops")
 
-    set_box(page, "head_dim", 128)
+    set_box(page, WIDGET, "head_dim", 128)
     wait_live_and(page, f"""{TITLE} === 'time at T = 512' &&
         w.querySelector('.tw-value[data-name="flops"] dd').innerText.trim() !== '{first_flops}'""")
 
-    set_box(page, "n_heads", 2)    # the ceiling at 2 heads of 128: 724
+    set_box(page, WIDGET, "n_heads", 2)    # the ceiling at 2 heads of 128: 724
     wait_live_and(page, """w.querySelector('.tw-value[data-name="ceiling"] dd')
         .innerText.includes('724')""")
 
-    set_box(page, "batch", 2)      # and at batch 2 as well: 512, the T already set
+    set_box(page, WIDGET, "batch", 2)      # and at batch 2 as well: 512, the T already set
     wait_live_and(page, """w.querySelector('.tw-value[data-name="ceiling"] dd')
         .innerText.includes('512')""")
 
@@ -64,17 +53,16 @@ def test_every_control_moves_the_figure_and_the_values(page, server):
 
 
 def test_the_sliders_top_follows_the_heads_and_the_batch_together(page, server):
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    open_widget(page, server + CHAPTER, WIDGET)
     box = page.locator(f'{WIDGET} input[name="context_len-value"]')
-    set_box(page, "n_heads", 4)   # the ceiling falls to 724: the slider's top and T follow
+    set_box(page, WIDGET, "n_heads", 4)   # the ceiling falls to 724: the slider's top and T follow
     wait_live_and(page, """w.querySelector('.tw-value[data-name="ceiling"] dd')
         .innerText.includes('724') && w.querySelector('.tw-plot').layout.annotations[0].text
         === 'time at T = 724'""")
     assert box.get_attribute("max") == "724" and box.input_value() == "724"
     assert "set to 724" in page.locator(WIDGET).inner_text()
     # two controls moved: the page follows both (the spec's Limits), T comes down, no refusal
-    set_box(page, "batch", 4)
+    set_box(page, WIDGET, "batch", 4)
     wait_live_and(page, """w.querySelector('.tw-value[data-name="ceiling"] dd')
         .innerText.includes('362') && w.querySelector('.tw-plot').layout.annotations[0].text
         === 'time at T = 362'""")
@@ -86,13 +74,9 @@ def test_the_sliders_top_follows_the_heads_and_the_batch_together(page, server):
 
 def test_with_the_api_blocked_the_baked_measurement_is_drawn(page, server):
     page.route("**/api/**", lambda route: route.abort())
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-    set_box(page, "context_len", 256)  # a baked point
-    page.wait_for_function(f"""() => {{
-        const w = document.querySelector('{WIDGET}');
-        return w.dataset.source === 'precomputed' && {TITLE} === 'time at T = 256';
-    }}""", timeout=20_000)
+    open_widget(page, server + CHAPTER, WIDGET)
+    set_box(page, WIDGET, "context_len", 256)  # a baked point
+    wait_source(page, WIDGET, f"{TITLE} === 'time at T = 256'", source="precomputed")
     assert value_text(page, WIDGET, "device") == "cpu"
 
 

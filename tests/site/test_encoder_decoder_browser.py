@@ -4,6 +4,7 @@ when a slider moves, refuses padding that reaches the length, and stacks on a ph
 from __future__ import annotations
 
 import pytest
+from widget_page import open_widget, value_text, wait_live, wait_value
 
 from tests.support.browser import PHONE, new_page
 
@@ -13,44 +14,34 @@ CHAPTER = "/chapters/encoder-decoder/"
 WIDGET = '[data-widget="enc_dec_masks"]'
 
 
-def value(page, name):
-    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
-
-
 def heat_sizes(page):
     return page.evaluate(f"""Array.from(document.querySelector('{WIDGET} .tw-plot').data)
         .filter(t => t.type === 'heatmap').map(t => [t.z.length, t.z[0].length])""")
 
 
 def test_enc_dec_masks_draws_and_moves(page, server):
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+    open_widget(page, server + CHAPTER, WIDGET)
     assert heat_sizes(page) == [[6, 6], [5, 5], [5, 6]]
-    assert value(page, "cross_shape") == "(2, 5, 6)"
+    assert value_text(page, WIDGET, "cross_shape") == "(2, 5, 6)"
 
     page.fill(f'{WIDGET} input[name="src_len-value"]', "9")
     page.press(f'{WIDGET} input[name="src_len-value"]', "Enter")
-    page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'live'",
-                           timeout=20_000)
-    page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="cross_shape"] dd')
-        .innerText.trim() === '(2, 5, 9)'""", timeout=20_000)
+    wait_live(page, WIDGET)
+    wait_value(page, WIDGET, "cross_shape", "(2, 5, 9)")
     assert heat_sizes(page) == [[9, 9], [5, 5], [5, 9]]
 
     for name in ("src_pad", "tgt_pad", "tgt_len"):  # pads first: padding must stay below the length
         slider = page.locator(f'{WIDGET} input[type=range][name="{name}"]')
         slider.evaluate("(el) => { el.value = el.min; el.dispatchEvent(new Event('input', {bubbles: true})); }")
-    page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="encoder_allowed"] dd')
-        .innerText.trim() === '81'""", timeout=20_000)  # no source padding: all 9 x 9 pairs
-    page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="decoder_shape"] dd')
-        .innerText.trim() === '(2, 1, 1)'""", timeout=20_000)  # the last slider's answer arrives last
-    assert value(page, "encoder_allowed") == "81"
+    wait_value(page, WIDGET, "encoder_allowed", "81")  # no source padding: all 9 x 9 pairs
+    wait_value(page, WIDGET, "decoder_shape", "(2, 1, 1)")  # the last slider's answer arrives last
+    assert value_text(page, WIDGET, "encoder_allowed") == "81"
     assert page.console_errors == []
 
 
 def test_enc_dec_masks_stacks_on_a_phone(browser, server):
     with new_page(browser, **PHONE) as page:
-        page.goto(server + CHAPTER)
-        page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
+        open_widget(page, server + CHAPTER, WIDGET)
         width = page.evaluate(f"document.querySelector('{WIDGET}').getBoundingClientRect().width")
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert width <= 390 and overflow <= 0

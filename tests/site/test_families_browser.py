@@ -4,6 +4,7 @@ real passage, and fits a phone."""
 from __future__ import annotations
 
 import pytest
+from widget_page import open_widget, value_text, wait_live, wait_value
 
 pytestmark = pytest.mark.browser
 
@@ -11,28 +12,21 @@ CHAPTER = "/chapters/families/"
 WIDGET = '[data-widget="training_signal"]'
 
 
-def value(page, name):
-    return page.locator(f'{WIDGET} .tw-value[data-name="{name}"] dd').inner_text().strip()
-
-
 def bars(page):
     return page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').data[0].y")
 
 
 def test_training_signal_moves_and_counts_a_passage(page, server):
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-    page.wait_for_selector(".katex", timeout=15_000)
+    open_widget(page, server + CHAPTER, WIDGET, katex=15_000)
     assert bars(page) == [511, 77]
-    assert value(page, "encoder_predictions") == "77"
-    assert value(page, "ratio") == "6.64"  # no spaced "×" unit to wrap at 1200 px
+    assert value_text(page, WIDGET, "encoder_predictions") == "77"
+    assert value_text(page, WIDGET, "ratio") == "6.64"  # no spaced "×" unit to wrap at 1200 px
     ticks = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').layout.xaxis2.tickvals")
     assert ticks[-1] == 4096
 
     page.fill(f'{WIDGET} input[name="length-value"]', "46")
     page.press(f'{WIDGET} input[name="length-value"]', "Enter")
-    page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'live'",
-                           timeout=20_000)
+    wait_live(page, WIDGET)
     page.wait_for_function(f"""() => JSON.stringify(document.querySelector('{WIDGET} .tw-plot')
         .data[0].y) === '[45,7]'""", timeout=20_000)
 
@@ -42,8 +36,7 @@ def test_training_signal_moves_and_counts_a_passage(page, server):
         === 23""", timeout=20_000)  # half of 46 hidden
 
     page.check(f'{WIDGET} input[type=checkbox][name="use_text"]')
-    page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-value[data-name="tokens"] dd')
-        .innerText.trim() === '46'""", timeout=20_000)
+    wait_value(page, WIDGET, "tokens", "46")
     assert page.console_errors == []
 
 

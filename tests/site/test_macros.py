@@ -8,6 +8,7 @@ import markdown as md_lib
 import pytest
 from mkdocs.exceptions import PluginError
 
+from tests.support.build import stops_the_build
 from widgets import macros
 
 CALL = '{{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}'
@@ -86,9 +87,7 @@ def test_fences_lists_the_outermost_blocks_with_their_bodies():
     ('{{ nope("a") }}', "unknown macro 'nope'.*known: value"),
 ])
 def test_mistakes_stop_the_build_naming_the_page_and_the_call(text, message):
-    with pytest.raises(PluginError, match=message) as caught:
-        expand(text)
-    assert str(caught.value).startswith("chapters/p.md: ")
+    stops_the_build(expand, text, message, "chapters/p.md")
 
 
 def test_a_handlers_refusal_is_prefixed_with_the_page_and_the_call():
@@ -163,9 +162,8 @@ def test_a_widget_fence_shown_inside_a_longer_fence_is_shown(hook):
 ])
 def test_a_broken_widget_block_stops_the_build(hook, body, message):
     """Not left on the page as code: superfences hides a formatter's other errors."""
-    with pytest.raises(PluginError, match=message) as caught:
-        render(hook, f"```widget\n{body}\n```\n")
-    assert str(caught.value).startswith("chapters/p.md: ")
+    stops_the_build(lambda text: render(hook, text), f"```widget\n{body}\n```\n", message,
+                    "chapters/p.md")
 
 
 def test_the_page_hook_expands_values_but_not_the_ones_it_shows(hook):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from widget_page import move_slider
+from widget_page import move_slider, open_widget, wait_live, wait_source
 
 pytestmark = pytest.mark.browser
 
@@ -12,12 +12,10 @@ WIDGET = '[data-widget="positions"]'
 
 
 def test_theta_and_width_recompute_live(page, server):
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
+    open_widget(page, server + CHAPTER, WIDGET, timeout=15_000)
     before = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').data[1].y.slice(0, 40)")
     move_slider(page, WIDGET, "rope_theta", 13)  # the 14th round stop (1-2-5 per decade): 1,000,000
-    page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'live'",
-                           timeout=15_000)
+    wait_live(page, WIDGET, timeout=15_000)
     page.wait_for_function(f"""(before) => {{
         const y = document.querySelector('{WIDGET} .tw-plot').data[1].y.slice(0, 40);
         return y.some((v, i) => v !== before[i]); }}""", arg=before, timeout=15_000)
@@ -31,17 +29,14 @@ def test_theta_and_width_recompute_live(page, server):
 
 def test_offline_the_baked_theta_is_drawn(page, server):
     page.route("**/api/**", lambda route: route.abort())
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
+    open_widget(page, server + CHAPTER, WIDGET, timeout=15_000)
     move_slider(page, WIDGET, "rope_theta", 12)  # 500,000, a baked value
-    page.wait_for_function(f"document.querySelector('{WIDGET}').dataset.source === 'precomputed'",
-                           timeout=15_000)
+    wait_source(page, WIDGET, source="precomputed", timeout=15_000)
 
 
 def test_fits_a_phone(phone, server):
     page = phone
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=15_000)
+    open_widget(page, server + CHAPTER, WIDGET, timeout=15_000)
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     height = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').getBoundingClientRect().height")
     assert overflow <= 0

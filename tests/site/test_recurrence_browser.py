@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from widget_page import value_text
+from widget_page import open_widget, refused_in_words, set_box, value_text, wait_source
 
 from tests.support.browser import PHONE, new_page
 
@@ -14,32 +14,32 @@ WIDGET = '[data-widget="sequential_vs_parallel"]'
 
 
 def wait_live_and(page, js_condition):
-    page.wait_for_function(f"""() => {{
-        const w = document.querySelector('{WIDGET}');
-        return w.dataset.source === 'live' && ({js_condition});
-    }}""", timeout=30_000)
+    wait_source(page, WIDGET, js_condition, timeout=30_000)
+
+
+def open_shared_link(page, server, length, factor):
+    """Open the chapter from a link that sets the length and the factor, and wait until the live
+    measurement of that length is drawn."""
+    page.goto(server + CHAPTER + f"?sequential_vs_parallel.length={length}"
+              f"&sequential_vs_parallel.factor={factor}")
+    wait_live_and(page, f"""w.querySelector('.tw-plot').layout.annotations[0].text
+        .startsWith('T = {length},')""")
 
 
 def test_the_widget_draws_and_both_panels_follow_the_controls(page, server):
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-    page.wait_for_selector(".katex", timeout=20_000)
+    open_widget(page, server + CHAPTER, WIDGET, katex=20_000)
     assert "cpu" in value_text(page, WIDGET, "measured_on")
     assert float(value_text(page, WIDGET, "speedup").split()[0]) > 0
     first_ms = value_text(page, WIDGET, "ms_sequential")
 
     # The factor slider: the right panel and the gradient value follow; 1.1 over 100 steps.
-    box = page.locator(f'{WIDGET} input[name="factor-value"]')
-    box.fill("1.1")
-    box.dispatch_event("change")
+    set_box(page, WIDGET, "factor", 1.1)
     wait_live_and(page, """w.querySelector('.tw-plot').data
         .some(t => t.name === '1.1 per step' && t.line && t.line.width === 3)""")
     assert value_text(page, WIDGET, "gradient_product").split()[0] == "1.38e+04"  # as Python writes .3g
 
     # The length: a new measurement, drawn with its length in the title of the left panel.
-    box = page.locator(f'{WIDGET} input[name="length-value"]')
-    box.fill("512")
-    box.dispatch_event("change")
+    set_box(page, WIDGET, "length", 512)
     wait_live_and(page, """w.querySelector('.tw-plot').layout.annotations[0].text
         .startsWith('T = 512,')""")
     assert value_text(page, WIDGET, "ms_sequential") != first_ms
@@ -48,36 +48,22 @@ def test_the_widget_draws_and_both_panels_follow_the_controls(page, server):
 
 
 def test_a_width_outside_the_range_is_refused_in_words(page, server):
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-    box = page.locator(f'{WIDGET} input[name="width-value"]')
-    box.fill("5000")
-    box.dispatch_event("change")
-    page.wait_for_function(f"""() => document.querySelector('{WIDGET}').innerText
-        .includes('from 16 to 512')""", timeout=20_000)
+    open_widget(page, server + CHAPTER, WIDGET)
+    refused_in_words(page, WIDGET, "width", 5000, "from 16 to 512")
 
 
 def test_with_the_api_blocked_the_baked_timings_are_drawn(page, server):
     page.route("**/api/**", lambda route: route.abort())
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{WIDGET} .tw-plot .main-svg", timeout=20_000)
-    box = page.locator(f'{WIDGET} input[name="length-value"]')
-    box.fill("1024")  # one of the baked lengths
-    box.dispatch_event("change")
-    page.wait_for_function(f"""() => {{
-        const w = document.querySelector('{WIDGET}');
-        return w.dataset.source === 'precomputed' &&
-            w.querySelector('.tw-plot').layout.annotations[0].text.startsWith('T = 1024,');
-    }}""", timeout=20_000)
+    open_widget(page, server + CHAPTER, WIDGET)
+    set_box(page, WIDGET, "length", 1024)  # one of the baked lengths
+    wait_source(page, WIDGET, "w.querySelector('.tw-plot').layout.annotations[0].text"
+                ".startsWith('T = 1024,')", source="precomputed")
     assert "cpu" in value_text(page, WIDGET, "measured_on")
 
 
 def test_a_shared_link_sets_the_controls_and_a_phone_gets_stacked_panels(browser, server):
     with new_page(browser, **PHONE) as page:
-        page.goto(server + CHAPTER + "?sequential_vs_parallel.length=256"
-                  "&sequential_vs_parallel.factor=1.01")
-        wait_live_and(page, """w.querySelector('.tw-plot').layout.annotations[0].text
-            .startsWith('T = 256,')""")
+        open_shared_link(page, server, length=256, factor="1.01")
         assert page.locator(f'{WIDGET} input[name="factor-value"]').input_value() == "1.01"
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         domain = page.evaluate(f"""() => document.querySelector('{WIDGET} .tw-plot')
@@ -99,10 +85,7 @@ OVERLAPS = f"""() => {{
 def test_on_a_phone_the_tiniest_gradients_leave_the_axis_title_clear(browser, server):
     """factor 0.5 over 1,024 steps: ticks down to 1e-300 beside the 'gradient multiplier' title."""
     with new_page(browser, **PHONE) as page:
-        page.goto(server + CHAPTER + "?sequential_vs_parallel.length=1024"
-                  "&sequential_vs_parallel.factor=0.5")
-        wait_live_and(page, """w.querySelector('.tw-plot').layout.annotations[0].text
-            .startsWith('T = 1024,')""")
+        open_shared_link(page, server, length=1024, factor="0.5")
         page.wait_for_selector(f"{WIDGET} .tw-plot .g-y2title text")
         assert page.evaluate(OVERLAPS) == []
         # The left panel: linear bars, each with its time written on it.

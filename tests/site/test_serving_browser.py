@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from widget_page import move_slider, value_text, wait_live, wait_value
+from widget_page import move_slider, open_widget, set_box, value_text, wait_live, wait_value
 
 pytestmark = pytest.mark.browser
 
@@ -13,9 +13,7 @@ PC = '[data-widget="prefix_cache_cost"]'
 
 
 def test_kv_cache_moves_through_heads_context_and_presets(page, server):
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(".katex", timeout=15_000)
-    page.wait_for_selector(f"{KV} .tw-plot .main-svg", timeout=20_000)
+    open_widget(page, server + CHAPTER, KV, katex=15_000)
     assert page.locator(KV).get_attribute("data-source") == "precomputed"
     assert value_text(page, KV, "bytes_per_token") == "131,072 bytes"
     assert value_text(page, KV, "users_fit") == "64"
@@ -43,8 +41,7 @@ def test_kv_cache_moves_through_heads_context_and_presets(page, server):
 
 
 def test_prefix_cache_cost_moves_and_refuses_more_cached_than_input(page, server):
-    page.goto(server + CHAPTER)
-    page.wait_for_selector(f"{PC} .tw-plot .main-svg", timeout=20_000)
+    open_widget(page, server + CHAPTER, PC)
     assert value_text(page, PC, "cost_full") == "0.00900"
     assert value_text(page, PC, "cost_cached") == "0.00585"
     assert value_text(page, PC, "saving") == "35%"
@@ -52,9 +49,7 @@ def test_prefix_cache_cost_moves_and_refuses_more_cached_than_input(page, server
     move_slider(page, PC, "cached_tokens", 8)  # log2 slider: 256 cached tokens
     wait_live(page, PC)
     wait_value(page, PC, "cost_cached", "0.00670")  # (144 * 10 + 256 * 1 + 100 * 50) / 1e6
-    box = page.locator(f'{PC} input[name="cached_tokens-value"]')
-    box.fill("500")
-    box.dispatch_event("change")
+    set_box(page, PC, "cached_tokens", 500)
     error = page.locator(f"{PC} .tw-error")
     error.wait_for(state="visible", timeout=20_000)
     assert "'cached prefix tokens'" in error.inner_text() and "'input tokens'" in error.inner_text()

@@ -33,3 +33,37 @@ def wait_live(page, w, settled=False, timeout=20_000):
     page.wait_for_function("""([w, settled]) => { const el = document.querySelector(w);
         return el.dataset.source === 'live' && !(settled && el.classList.contains('tw-busy')); }""",
                            arg=[w, settled], timeout=timeout)
+
+
+def open_widget(page, url, w, timeout=20_000, katex=None):
+    """Go to `url` and wait until the widget's plot is drawn (and, with `katex` a timeout, until
+    the page's maths is typeset too)."""
+    page.goto(url)
+    page.wait_for_selector(f"{w} .tw-plot .main-svg", timeout=timeout)
+    if katex:
+        page.wait_for_selector(".katex", timeout=katex)
+
+
+def set_box(page, w, name, value):
+    """Type `value` into the number box beside the control `name` and commit it, as leaving the
+    box would: one `change` event."""
+    box = page.locator(f'{w} input[name="{name}-value"]')
+    box.fill(str(value))
+    box.dispatch_event("change")
+
+
+def wait_source(page, w, condition="true", source="live", timeout=20_000):
+    """Wait until the widget's answer comes from `source` ('live' or 'precomputed') and the
+    JavaScript expression `condition` holds, in which `w` is the widget's element."""
+    page.wait_for_function(f"""() => {{
+        const w = document.querySelector('{w}');
+        return w.dataset.source === '{source}' && ({condition});
+    }}""", timeout=timeout)
+
+
+def refused_in_words(page, w, name, value, words, timeout=20_000):
+    """Type `value` into the box of `name` (`set_box`) and wait until the widget's text includes
+    `words`: the refusal of a value out of range, said on the page."""
+    set_box(page, w, name, value)
+    page.wait_for_function("([w, words]) => document.querySelector(w).innerText.includes(words)",
+                           arg=[w, words], timeout=timeout)

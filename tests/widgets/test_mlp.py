@@ -2,13 +2,11 @@
 
 import pytest
 
+from tests.support.api import poster
+
 URL = "/api/widgets/mlp"
 
-
-def values(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()["values"]
+values = poster(URL, field="values")  # POST to the widget: a 200's named values
 
 
 def test_llama3_8b_counts_through_the_api(client):

@@ -7,14 +7,11 @@ import torch
 import torch.nn.functional as F
 
 from backend.widgets.rmsnorm import D, make_input
+from tests.support.api import poster
 
 URL = "/api/widgets/rmsnorm"
 
-
-def values(client, **params):
-    r = client.post(URL, json=params)
-    assert r.status_code == 200, r.get_json()
-    return r.get_json()["values"]
+values = poster(URL, field="values")  # POST to the widget: a 200's named values
 
 
 def test_default_reproduces_the_handout_not_centred(client):
