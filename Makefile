@@ -22,11 +22,14 @@ serve: build
 
 ## test: every test; the suite builds the book itself (strict, notebooks executed) and, with
 ## root and podman (installed under CI=true), builds the image and probes it. First, in seconds,
-## ruff, then node's own runner on the browser runtime's pure modules (tests/js: shared cases from Python)
+## ruff, then node's own runner on the browser runtime's pure modules (tests/js: shared cases from
+## Python). pytest runs on two workers (one build of the book serves both), all but the tests
+## that time themselves on this machine, which then run alone.
 test: $(VENV)/.dev-installed node_modules/.installed chromium redis podman
 	$(BIN)/ruff check .
 	node --test tests/js/
-	BOOK_TEST_SITE= $(BIN)/python -m pytest
+	BOOK_TEST_SITE= $(BIN)/python -m pytest -n 2 --dist loadgroup -m "not timing"
+	BOOK_TEST_SITE= $(BIN)/python -m pytest -m timing
 
 ## test-fast: a developer's shortcut, a few minutes: ruff, then every test that needs no built
 ## book, browser, container, wall-clock timing or minutes of its own (markers: pyproject.toml)

@@ -71,6 +71,12 @@ def pytest_collection_modifyitems(config, items):
             names.add("timing")
         for name in sorted(names - {m.name for m in item.iter_markers()}):
             item.add_marker(name)
+        # With workers (`make test`: `-n 2 --dist loadgroup`), a file's tests stay together on
+        # one worker (its module fixtures start once; test_schemathesis counts what its own
+        # tests sent), and one worker runs every podman test: the compose test reuses the
+        # image the image test built, and two builds of one tag must not race.
+        podman = item.get_closest_marker("container") is not None
+        item.add_marker(pytest.mark.xdist_group("podman" if podman else rel or path.name))
         if item.get_closest_marker("gpu"):
             if gpu is None:
                 import torch
@@ -78,6 +84,10 @@ def pytest_collection_modifyitems(config, items):
                 gpu = torch.cuda.is_available()
             if not gpu:
                 item.add_marker(pytest.mark.skip(reason="needs CUDA: torch sees no GPU here"))
+    if getattr(config.option, "dist", "no") != "no":
+        # With workers, the podman tests (minutes of image building, mostly waiting on disk)
+        # start first, beside the rest, rather than last and alone.
+        items.sort(key=lambda item: item.get_closest_marker("container") is None)
 
 
 @pytest.fixture()
@@ -129,7 +139,28 @@ def built_site(tmp_path_factory) -> Path:
         if not (Path(given) / "index.html").is_file():
             pytest.fail(f"BOOK_TEST_SITE={given} is not a built book")
         return Path(given)
-    out = tmp_path_factory.mktemp("site")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _build(tmp_path_factory.mktemp("site"))
+    # Under pytest-xdist (`make test` runs two workers): one build for all of them, in the
+    # session's shared temporary folder; whichever worker asks first builds it, the others
+    # wait on the lock and use it (or report the same failure without building again).
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent
+    out, failed = shared / "site", shared / "site.failed"
+    with FileLock(str(shared / "site.lock")):
+        if failed.is_file():
+            pytest.fail(failed.read_text())
+        if not (out / "index.html").is_file():
+            try:
+                _build(out)
+            except pytest.fail.Exception as err:
+                failed.write_text(str(err))
+                raise
+    return out
+
+
+def _build(out: Path) -> Path:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
