@@ -22,16 +22,11 @@ serve: build
 
 ## test: every test; the suite builds the book itself (strict, notebooks executed) and, with
 ## root and podman (installed under CI=true), builds the image and probes it. First, in seconds,
-## ruff, then node's own runner on the browser runtime's pure modules (tests/js: shared cases from
-## Python). pytest runs on two workers (one build of the book serves both), then the tests
-## that time themselves on this machine and the podman ones, alone.
+## ruff, then node's own runner on the browser runtime's pure modules (tests/js: shared cases from Python)
 test: $(VENV)/.dev-installed node_modules/.installed chromium redis podman
 	$(BIN)/ruff check .
 	node --test tests/js/
-	export BOOK_TEST_SITE= BOOK_TEST_BUILD=$$(mktemp -d); status=0; \
-	  OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadgroup -m "$(PARALLEL)" || status=1; \
-	  $(BIN)/python -m pytest -m "$(ALONE)" || status=1; \
-	  rm -rf "$$BOOK_TEST_BUILD"; exit $$status
+	BOOK_TEST_SITE= $(BIN)/python -m pytest
 
 ## test-fast: a developer's shortcut, a few minutes: ruff, then every test that needs no built
 ## book, browser, container, wall-clock timing or minutes of its own (markers: pyproject.toml)
@@ -41,11 +36,6 @@ test-fast: $(VENV)/.dev-installed node_modules/.installed
 	BOOK_TEST_SITE= $(BIN)/python -m pytest -m "$(FAST)"
 
 FAST := not (build or browser or container or timing or slow or gpu)
-# make test: most tests on two workers, one torch thread each (two threads each would fight for
-# the two cores: a file of model tests ran 4x slower); the ones that time themselves and the
-# podman ones (the image, then the compose stack's six workers warming) after them, alone.
-ALONE    := timing or container
-PARALLEL := not ($(ALONE))
 
 ## lint: ruff alone (`$(BIN)/ruff check --fix .` fixes what it can)
 lint: $(VENV)/.dev-installed

@@ -43,9 +43,7 @@ def on_starting(server):
 def post_fork(server, worker):
     import torch
 
-    # The CPUs split between the workers, and never more threads than torch would take by
-    # itself (OMP_NUM_THREADS=1, as `make test` sets beside a second test worker, stays 1).
-    torch.set_num_threads(max(1, min(cpus // workers, torch.get_num_threads())))
+    torch.set_num_threads(max(1, cpus // workers))
     # Warm the widgets in the background, so the worker answers at once (health checks, pages,
     # cached answers) and a reader's first slider move rarely pays for a cold start: light
     # widgets first (caches, kernels), then the heavy ones that load whole models (seconds).

@@ -66,17 +66,11 @@ def pytest_collection_modifyitems(config, items):
         names |= {n for fixture, marks in BY_FIXTURE.items() if fixture in item.fixturenames
                   for n in marks}
         # a test parametrized over widgets, at a measured one (test_registry's, for instance)
-        # (not the fuzzer's cases: no assertion there reads a time)
         params = getattr(item, "callspec", None)
-        if (params and rel != "app/test_schemathesis.py"
-                and measured & {v for v in params.params.values() if isinstance(v, str)}):
+        if params and measured & {v for v in params.params.values() if isinstance(v, str)}:
             names.add("timing")
         for name in sorted(names - {m.name for m in item.iter_markers()}):
             item.add_marker(name)
-        # With workers (`make test`: `-n 2 --dist loadgroup`), a file's tests stay together on
-        # one worker: its module fixtures start once, and test_schemathesis counts what its
-        # own tests sent.
-        item.add_marker(pytest.mark.xdist_group(rel or path.name))
         if item.get_closest_marker("gpu"):
             if gpu is None:
                 import torch
@@ -135,32 +129,7 @@ def built_site(tmp_path_factory) -> Path:
         if not (Path(given) / "index.html").is_file():
             pytest.fail(f"BOOK_TEST_SITE={given} is not a built book")
         return Path(given)
-    # `make test` runs pytest twice (two workers, then the tests that must run alone) and
-    # names one fresh folder, BOOK_TEST_BUILD, for both; pytest-xdist's workers alone share
-    # their session's temporary folder. Whoever asks first builds the book there, the others
-    # wait on the lock and use it (or report the same failure without building again).
-    if os.environ.get("BOOK_TEST_BUILD"):
-        shared = Path(os.environ["BOOK_TEST_BUILD"])
-    elif os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = tmp_path_factory.getbasetemp().parent
-    else:
-        return _build(tmp_path_factory.mktemp("site"))
-    from filelock import FileLock
-
-    out, failed = shared / "site", shared / "site.failed"
-    with FileLock(str(shared / "site.lock")):
-        if failed.is_file():
-            pytest.fail(failed.read_text())
-        if not (out / "index.html").is_file():
-            try:
-                _build(out)
-            except pytest.fail.Exception as err:
-                failed.write_text(str(err))
-                raise
-    return out
-
-
-def _build(out: Path) -> Path:
+    out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
