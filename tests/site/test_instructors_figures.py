@@ -17,6 +17,7 @@ from load_plan import Plan  # noqa: E402
 PAGE = (ROOT / "docs/instructors.md").read_text()
 RECORD = json.loads((ROOT / "tests/benchmarks/results/load.json").read_text())
 POST = json.loads((ROOT / "tests/benchmarks/results/load_post.json").read_text())
+COMPOSE = json.loads((ROOT / "tests/benchmarks/results/load_compose.json").read_text())
 SECTION = PAGE[PAGE.index("## How many students"):PAGE.index("## What each device allows")]
 WORDS = " ".join(SECTION.split())  # the section's sentences, line breaks as spaces
 
@@ -83,3 +84,23 @@ def test_the_words_around_the_table_are_the_records():
     assert f"p95 of {before['p95_ms']:.0f} ms" in WORDS
     assert f"{before['settled']['p95_ms']:.0f} ms once the chapter was open" in WORDS
     assert f"{sum(old[500]['errors_by_status'].values())} failed requests at" in WORDS
+
+
+def test_the_lecture_hall_stack_at_a_thousand_readers_is_its_record():
+    (lvl,) = COMPOSE["levels"]
+    c = lvl["classes"]
+    assert lvl["readers"] == 1000 and "1,000 readers" in WORDS
+    assert COMPOSE["server"] != "gunicorn" and "compose.yaml" in COMPOSE["note"]
+    assert f"{lvl['throughput_rps']:.0f} requests/s" in WORDS
+    assert not lvl["errors_by_status"] and "and no request failed" in WORDS
+    light = c["api-light"]
+    assert f"p50 {light['p50_ms']:.1f} ms" in WORDS and light["p50_ms"] < 5  # "from its cache"
+    assert f"p95 was {light['p95_ms']:,.0f} ms over the run" in WORDS
+    assert f"and {light['settled']['p95_ms']:.0f} ms once the chapter was open" in WORDS
+    assert f"({c['asset']['n']:,} files)" in WORDS
+    # "still being served after the fifteenth second": the last readers start at 5 s, and
+    # their files took up to the slowest asset's time
+    assert COMPOSE["settings"]["ramp_s"] + c["asset"]["max_ms"] / 1000 > lvl["settled_after_s"] == 15
+    # the proxy image's connection limit, as the page quotes it
+    containerfile = (ROOT / "deploy/nginx/Containerfile").read_text()
+    assert "worker_connections 8192;" in containerfile and "(8,192 per nginx worker)" in WORDS
