@@ -94,13 +94,13 @@ def test_the_lecture_hall_stack_at_a_thousand_readers_is_its_record():
     assert f"{lvl['throughput_rps']:.0f} requests/s" in WORDS
     assert not lvl["errors_by_status"] and "and no request failed" in WORDS
     light = c["api-light"]
-    assert f"p50 {light['p50_ms']:.1f} ms" in WORDS and light["p50_ms"] < 5  # "from its cache"
+    assert f"answered within {light['p50_ms']:.1f} ms" in WORDS
     assert f"p95 was {light['p95_ms']:,.0f} ms over the run" in WORDS
     assert f"and {light['settled']['p95_ms']:.0f} ms once the chapter was open" in WORDS
-    assert f"({c['asset']['n']:,} files)" in WORDS
-    # "still being served after the fifteenth second": the last readers start at 5 s, and
-    # their files took up to the slowest asset's time
-    assert COMPOSE["settings"]["ramp_s"] + c["asset"]["max_ms"] / 1000 > lvl["settled_after_s"] == 15
+    assert f"waited {c['page']['p95_ms'] / 1000:.1f} s for a page" in WORDS
+    assert f"{c['asset']['p95_ms'] / 1000:.1f} s for a file at the 95th percentile" in WORDS
+    assert f"({c['asset']['n']:,} file requests over the run)" in WORDS
+    assert lvl["settled_after_s"] == 15 and COMPOSE["settings"]["moves_as"] == "GET"
     # the proxy image's connection limit, as the page quotes it
     containerfile = (ROOT / "deploy/nginx/Containerfile").read_text()
-    assert "worker_connections 8192;" in containerfile and "(8,192 per nginx worker)" in WORDS
+    assert "worker_connections 8192;" in containerfile and "to 8,192 per nginx worker" in WORDS
