@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test test-fast lint build pdf bench bench-load bench-weight gpu-check chromium redis podman prewarm container-check clean
+.PHONY: serve test test-fast lint build pdf bench bench-load bench-compose bench-weight gpu-check chromium redis podman prewarm container-check clean
 
 ## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
 serve: build
@@ -76,6 +76,12 @@ bench: build $(VENV)/.dev-installed chromium
 ## --env BOOK_RATE_LIMIT=off, --url http://127.0.0.1:8080 for compose's nginx)
 bench-load: build $(VENV)/.dev-installed
 	$(BIN)/python tests/benchmarks/load.py $(LOAD_ARGS)
+
+## bench-compose: recorded, not asserted: the lecture-hall stack (compose.yaml, shipped settings)
+## under 1,000 readers through nginx, with podman (root); ~5 minutes with the images built
+bench-compose: build $(VENV)/.dev-installed
+	$(MAKE) podman CI=true
+	SITE=site tests/benchmarks/compose_load.sh
 
 ## bench-weight: recorded: the full build's time, then each page's first-load bytes in Chromium
 bench-weight: $(VENV)/.dev-installed chromium
