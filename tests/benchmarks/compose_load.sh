@@ -42,4 +42,4 @@ sleep 20
 "$PY" tests/benchmarks/load.py --url "http://127.0.0.1:$BOOK_HTTP_PORT" --site "$SITE" \
   --levels "${LEVELS:-1000}" --duration "${DURATION:-40}" \
   --out tests/benchmarks/results/load_compose.json \
-  --note "${NOTE:-compose.yaml at its shipped settings (3 replicas x 2 workers x 64 threads, nginx, Redis) under podman on this machine, the load generator beside it}"
+  --note "${NOTE:-compose.yaml at its shipped settings (replicas, workers, threads, rate limit: its defaults) under podman on this machine, the load generator beside it}"

@@ -101,6 +101,14 @@ def test_the_lecture_hall_stack_at_a_thousand_readers_is_its_record():
     assert f"{c['asset']['p95_ms'] / 1000:.1f} s for a file at the 95th percentile" in WORDS
     assert f"({c['asset']['n']:,} file requests over the run)" in WORDS
     assert lvl["settled_after_s"] == 15 and COMPOSE["settings"]["moves_as"] == "GET"
+    # "three replicas of two workers ... six workers": compose.yaml's shipped defaults
+    compose = (ROOT / "compose.yaml").read_text()
+    assert "replicas: ${BOOK_REPLICAS:-3}" in compose and "WEB_CONCURRENCY: ${WEB_CONCURRENCY:-2}" in compose
+    assert "three replicas of two workers" in WORDS and "six workers, nginx, Redis" in WORDS
+    assert COMPOSE["settings"]["server_env"] == {}  # nothing overridden for the run
+    # "up to six connections": the readers' connection limit, as a browser's
+    assert "TCPConnector(limit=6," in (ROOT / "tests/benchmarks/load.py").read_text()
+    assert "opens a page with up to six connections" in WORDS
     # the proxy image's connection limit, as the page quotes it
     containerfile = (ROOT / "deploy/nginx/Containerfile").read_text()
     assert "worker_connections 8192;" in containerfile and "to 8,192 per nginx worker" in WORDS
