@@ -22,11 +22,13 @@ serve: build
 
 ## test: every test; the suite builds the book itself (strict, notebooks executed) and, with
 ## root and podman (installed under CI=true), builds the image and probes it. First, in seconds,
-## ruff, then node's own runner on the browser runtime's pure modules (tests/js: shared cases from Python)
+## ruff, then node's own runner on the browser runtime's pure modules (tests/js: shared cases from
+## Python), then pytest in lanes (tests/lanes.py): the built book's tests beside the rest, then
+## the timing tests alone
 test: $(VENV)/.dev-installed node_modules/.installed chromium redis podman
 	$(BIN)/ruff check .
 	node --test tests/js/
-	BOOK_TEST_SITE= $(BIN)/python -m pytest
+	BOOK_TEST_SITE= $(BIN)/python tests/lanes.py
 
 ## test-fast: a developer's shortcut, a few minutes: ruff, then every test that needs no built
 ## book, browser, container, wall-clock timing or minutes of its own (markers: pyproject.toml)

@@ -1,0 +1,110 @@
+"""`make test`'s pytest: the suite in two lanes at once, then the timing tests alone.
+
+On the 2-core machine the suite is written for, the tests that drive the built book (a browser,
+a live gunicorn, podman) spend most of their time waiting: measured serially, 416 s of wall
+clock used 223 s of CPU. The rest (the fuzzer, the claims, the reference code) keeps a core
+busy. So the two run side by side, each a pytest session of its own, and the tests that time
+things on this machine run last, with the machine to themselves:
+
+    book    the built book and what serves it: `build`, `browser` and `container` tests
+            (only this session builds the book)
+    rest    everything else but `timing`
+    timing  the wall-clock measurements, alone
+
+Measured on that machine (pytest alone, after the installs): one session, 992 s; these lanes,
+703 s. More lanes were slower: four sessions at once (the book built first, then split in two;
+the fuzzer apart) took the two cores past full, and every lane ran longer.
+
+Any lane can be run by hand with the line this prints. Arguments are passed to every lane
+(`python tests/lanes.py -x`). Each lane's output goes to a log, printed whole when the lane
+ends (interleaved lines of two sessions would be unreadable); the exit status is the first
+failing lane's.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SIDE_BY_SIDE = {
+    "book": "(build or browser or container) and not timing",
+    "rest": "not (build or browser or container or timing)",
+}
+ALONE = {"timing": "timing"}
+# Side by side, each lane's torch gets one intra-op thread: two processes' thread pools on two
+# cores wait on each other (a pool spin-waits for a thread that is not running). The servers the
+# tests start set their own (gunicorn_conf.py); the timing lane keeps the default.
+ONE_THREAD = {"OMP_NUM_THREADS": "1"}
+# How often to say which lanes are still running (CI prints nothing else meanwhile).
+HEARTBEAT_S = 60
+
+
+def command(mark: str, args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-m", mark, *args]
+
+
+def _shown(cmd: list[str]) -> str:
+    return shlex.join(["pytest", *cmd[3:]])
+
+
+class Lane:
+    def __init__(self, name: str, cmd: list[str], env: dict, log: Path):
+        self.name, self.log, self.started = name, log, time.monotonic()
+        with log.open("w") as out:
+            self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
+                                         stderr=subprocess.STDOUT)
+        print(f"lane {name} started: {_shown(cmd)}", flush=True)
+
+    def tail(self) -> str:
+        """The last line of its log, e.g. `....... [ 41%]`, shortened."""
+        lines = [ln for ln in self.log.read_text(errors="replace").splitlines() if ln.strip()]
+        return lines[-1][-50:] if lines else ""
+
+    def show(self) -> None:
+        print(f"\n{'=' * 25} lane {self.name}: exit {self.proc.returncode}, "
+              f"{time.monotonic() - self.started:.0f} s {'=' * 25}", flush=True)
+        sys.stdout.write(self.log.read_text(errors="replace"))
+        sys.stdout.flush()
+
+
+def main(args: list[str]) -> int:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    logs = Path(tempfile.mkdtemp(prefix="book-lanes-"))
+    t0 = time.monotonic()
+    codes: dict[str, int] = {}
+    running = [Lane(name, command(mark, args), {**env, **ONE_THREAD}, logs / f"{name}.log")
+               for name, mark in SIDE_BY_SIDE.items()]
+    try:
+        beat = time.monotonic()
+        while running:
+            time.sleep(1)
+            for lane in [ln for ln in running if ln.proc.poll() is not None]:
+                codes[lane.name] = lane.proc.returncode
+                lane.show()
+                running.remove(lane)
+            if running and time.monotonic() - beat >= HEARTBEAT_S:
+                beat = time.monotonic()
+                print(f"[{beat - t0:4.0f} s] " + "; ".join(f"{ln.name} {ln.tail()}"
+                                                          for ln in running), flush=True)
+    finally:  # interrupted: stop what is left
+        for lane in running:
+            lane.proc.terminate()
+    side = time.monotonic() - t0
+    for name, mark in ALONE.items():
+        cmd = command(mark, args)
+        print(f"\n{'=' * 25} lane {name}, alone: {_shown(cmd)} {'=' * 25}", flush=True)
+        codes[name] = subprocess.call(cmd, cwd=ROOT, env=env)
+    print(f"\nlanes: {', '.join(f'{n} exit {c}' for n, c in codes.items())}; side by side "
+          f"{side:.0f} s, in all {time.monotonic() - t0:.0f} s", flush=True)
+    # 5 (no test collected) fails too: a lane that selects nothing is a mistake in this file
+    return next((c for c in codes.values() if c != 0), 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,40 @@
+"""`make test`'s lanes (tests/lanes.py) run every test exactly once: for every combination of the
+suite's markers exactly one lane's `-m` expression selects it, and a `timing` test's lane is
+the one that runs alone."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import tomllib
+from pathlib import Path
+
+from _pytest.mark.expression import Expression
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+import lanes  # noqa: E402
+
+MARKERS = [m.split(":")[0] for m in tomllib.loads((ROOT / "pyproject.toml").read_text())
+           ["tool"]["pytest"]["ini_options"]["markers"]]
+
+
+def _selects(expression: str, marks: set[str]) -> bool:
+    return Expression.compile(expression).evaluate(lambda name, **_: name in marks)
+
+
+def test_every_combination_of_markers_runs_in_exactly_one_lane():
+    assert {"build", "browser", "container", "timing", "slow", "gpu"} <= set(MARKERS)
+    every = {**lanes.SIDE_BY_SIDE, **lanes.ALONE}
+    for n in range(len(MARKERS) + 1):
+        for marks in map(set, itertools.combinations(MARKERS, n)):
+            chosen = [name for name, mark in every.items() if _selects(mark, marks)]
+            assert len(chosen) == 1, (sorted(marks), chosen)
+            if "timing" in marks:
+                assert chosen[0] in lanes.ALONE, sorted(marks)
+
+
+def test_arguments_reach_every_lane():
+    for mark in [*lanes.SIDE_BY_SIDE.values(), *lanes.ALONE.values()]:
+        cmd = lanes.command(mark, ["-x", "-k", "foo"])
+        assert cmd[-3:] == ["-x", "-k", "foo"] and cmd[1:5] == ["-m", "pytest", "-m", mark]
