@@ -11,9 +11,10 @@ things on this machine run last, with the machine to themselves:
     rest    everything else but `timing`
     timing  the wall-clock measurements, alone
 
-Measured on that machine (pytest alone, after the installs): one session, 992 s; these lanes,
-703 s. More lanes were slower: four sessions at once (the book built first, then split in two;
-the fuzzer apart) took the two cores past full, and every lane ran longer.
+Measured on that machine (pytest alone, after the installs; tests/benchmarks/results/
+suite_time.md): one session, 992 s; these lanes, 703 to 759 s. More lanes were slower: four
+sessions at once (the book built first, then split in two; the fuzzer apart) took the two cores
+past full, and every lane ran longer.
 
 Any lane can be run by hand with the line this prints. Arguments are passed to every lane
 (`python tests/lanes.py -x`). Each lane's output goes to a log, printed whole when the lane
