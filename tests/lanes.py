@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -58,8 +59,9 @@ class Lane:
     def __init__(self, name: str, cmd: list[str], env: dict, log: Path):
         self.name, self.log, self.started = name, log, time.monotonic()
         with log.open("w") as out:
+            # a process group of its own: stopping the lane stops what its tests started too
             self.proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out,
-                                         stderr=subprocess.STDOUT)
+                                         stderr=subprocess.STDOUT, start_new_session=True)
         print(f"lane {name} started: {_shown(cmd)}", flush=True)
 
     def tail(self) -> str:
@@ -75,6 +77,8 @@ class Lane:
 
 
 def main(args: list[str]) -> int:
+    # Stopped (CI's timeout, a kill): stop the lanes too, through the `finally` below.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     logs = Path(tempfile.mkdtemp(prefix="book-lanes-"))
     t0 = time.monotonic()
@@ -95,7 +99,10 @@ def main(args: list[str]) -> int:
                                                           for ln in running), flush=True)
     finally:  # interrupted: stop what is left
         for lane in running:
-            lane.proc.terminate()
+            try:
+                os.killpg(lane.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
     side = time.monotonic() - t0
     for name, mark in ALONE.items():
         cmd = command(mark, args)
