@@ -12,7 +12,7 @@ things on this machine run last, with the machine to themselves:
     timing  the wall-clock measurements, alone
 
 Measured on that machine (pytest alone, after the installs; tests/benchmarks/results/
-suite_time.md): one session, 992 s; these lanes, 703 to 759 s. More lanes were slower: four
+suite_time.md): one session, 992 s; these lanes, 703 to 787 s. More lanes were slower: four
 sessions at once (the book built first, then split in two; the fuzzer apart) took the two cores
 past full, and every lane ran longer.
 
