@@ -1,20 +1,18 @@
 """`make test`'s pytest: the suite in two lanes at once, then the timing tests alone.
 
 On the 2-core machine the suite is written for, the tests that drive the built book (a browser,
-a live gunicorn, podman) spend most of their time waiting: measured serially, 416 s of wall
-clock used 223 s of CPU. The rest (the fuzzer, the claims, the reference code) keeps a core
-busy. So the two run side by side, each a pytest session of its own, and the tests that time
-things on this machine run last, with the machine to themselves:
+a live gunicorn, podman) spend most of their time waiting, while the rest (the fuzzer, the
+claims, the reference code) keeps a core busy. So the two run side by side, each a pytest
+session of its own, and the tests that time things on this machine run last, with the machine
+to themselves:
 
     book    the built book and what serves it: `build`, `browser` and `container` tests
             (only this session builds the book)
     rest    everything else but `timing`
     timing  the wall-clock measurements, alone
 
-Measured on that machine (pytest alone, after the installs; tests/benchmarks/results/
-suite_time.md): one session, 992 s; these lanes, 703 to 787 s. More lanes were slower: four
-sessions at once (the book built first, then split in two; the fuzzer apart) took the two cores
-past full, and every lane ran longer.
+What this saves, and why not more lanes (four were slower: the cores oversubscribed), is
+measured in tests/benchmarks/results/suite_time.md.
 
 Any lane can be run by hand with the line this prints. Arguments are passed to every lane
 (`python tests/lanes.py -x`). Each lane's output goes to a log, printed whole when the lane
@@ -80,7 +78,11 @@ def main(args: list[str]) -> int:
     # Stopped (CI's timeout, a kill): stop the lanes too, through the `finally` below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    logs = Path(tempfile.mkdtemp(prefix="book-lanes-"))
+    with tempfile.TemporaryDirectory(prefix="book-lanes-") as logs:
+        return _run(args, env, Path(logs))
+
+
+def _run(args: list[str], env: dict, logs: Path) -> int:
     t0 = time.monotonic()
     codes: dict[str, int] = {}
     running = [Lane(name, command(mark, args), {**env, **ONE_THREAD}, logs / f"{name}.log")

@@ -33,8 +33,3 @@ def test_every_combination_of_markers_runs_in_exactly_one_lane():
             if "timing" in marks:
                 assert chosen[0] in lanes.ALONE, sorted(marks)
 
-
-def test_arguments_reach_every_lane():
-    for mark in [*lanes.SIDE_BY_SIDE.values(), *lanes.ALONE.values()]:
-        cmd = lanes.command(mark, ["-x", "-k", "foo"])
-        assert cmd[-3:] == ["-x", "-k", "foo"] and cmd[1:5] == ["-m", "pytest", "-m", mark]
