@@ -78,6 +78,12 @@ def main(args: list[str]) -> int:
     # Stopped (CI's timeout, a kill): stop the lanes too, through the `finally` below.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # Bytecode written: where PYTHONDONTWRITEBYTECODE is set (this machine does), every
+    # session would compile and assertion-rewrite the whole suite again, and every gunicorn
+    # worker, notebook kernel and build the tests start would compile the book's code again
+    # (collection alone: 12 s without the cache, 7.5 s with it). __pycache__ is ignored by git
+    # and by the image's build context (.dockerignore).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory(prefix="book-lanes-") as logs:
         return _run(args, env, Path(logs))
 
