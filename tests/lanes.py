@@ -91,8 +91,21 @@ def main(args: list[str]) -> int:
 def _run(args: list[str], env: dict, logs: Path) -> int:
     t0 = time.monotonic()
     codes: dict[str, int] = {}
-    running = [Lane(name, command(mark, args), {**env, **ONE_THREAD}, logs / f"{name}.log")
-               for name, mark in SIDE_BY_SIDE.items()]
+    side = 0.0
+    for together, extra in ((SIDE_BY_SIDE, ONE_THREAD), (ALONE, {})):
+        codes |= _wait([Lane(name, command(mark, args), {**env, **extra}, logs / f"{name}.log")
+                        for name, mark in together.items()], t0)
+        side = side or time.monotonic() - t0
+    print(f"\nlanes: {', '.join(f'{n} exit {c}' for n, c in codes.items())}; side by side "
+          f"{side:.0f} s, in all {time.monotonic() - t0:.0f} s", flush=True)
+    # 5 (no test collected) fails too: a lane that selects nothing is a mistake in this file
+    return next((c for c in codes.values() if c != 0), 0)
+
+
+def _wait(running: list[Lane], t0: float) -> dict[str, int]:
+    """Wait for every lane, printing each one's log as it ends and a heartbeat meanwhile; if
+    interrupted (Ctrl-C, SIGTERM), stop the lanes still running with what their tests started."""
+    codes: dict[str, int] = {}
     try:
         beat = time.monotonic()
         while running:
@@ -111,15 +124,7 @@ def _run(args: list[str], env: dict, logs: Path) -> int:
                 os.killpg(lane.proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
-    side = time.monotonic() - t0
-    for name, mark in ALONE.items():
-        cmd = command(mark, args)
-        print(f"\n{'=' * 25} lane {name}, alone: {_shown(cmd)} {'=' * 25}", flush=True)
-        codes[name] = subprocess.call(cmd, cwd=ROOT, env=env)
-    print(f"\nlanes: {', '.join(f'{n} exit {c}' for n, c in codes.items())}; side by side "
-          f"{side:.0f} s, in all {time.monotonic() - t0:.0f} s", flush=True)
-    # 5 (no test collected) fails too: a lane that selects nothing is a mistake in this file
-    return next((c for c in codes.values() if c != 0), 0)
+    return codes
 
 
 if __name__ == "__main__":
