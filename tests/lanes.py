@@ -75,7 +75,7 @@ class Lane:
 
 
 def main(args: list[str]) -> int:
-    # Stopped (CI's timeout, a kill): stop the lanes too, through the `finally` below.
+    # Stopped (CI's timeout, a kill): stop the lanes too, through `_wait`'s `finally`.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # Bytecode written: where PYTHONDONTWRITEBYTECODE is set (this machine does), every
