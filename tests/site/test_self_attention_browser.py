@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from widget_page import value_text
 
+from backend.widgets import river_bank
 from tests.support.browser import PHONE, new_page
 
 pytestmark = pytest.mark.browser
@@ -56,7 +57,12 @@ def test_baked_then_live_neighbour_scaling_and_custom_word(page, server):
         box = widget.locator(f'input[name="{name}-value"]')
         box.fill(number)
         box.dispatch_event("change")
-    wait_live_value(page, "leans", "neither (a tie)")
+    # Every answer from the second box on is a tie (water = money), each with its own values:
+    # wait for the last setting's, then read both from that one answer.
+    final = river_bank.compute({**river_bank.SPEC.defaults(), "neighbour": "custom",
+                                "water": 1.6, "money": 1.6, "generic": 0.8})["values"]
+    wait_live_value(page, "water_after", f"{final['water_after']:.2f}")
+    assert value_text(page, WIDGET, "leans") == "neither (a tie)"
     assert value_text(page, WIDGET, "water_after") == value_text(page, WIDGET, "money_after")
     assert page.console_errors == []
 
