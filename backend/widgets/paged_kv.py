@@ -17,7 +17,8 @@ from __future__ import annotations
 from backend.reference import kv_levers
 from backend.reference.paged import fork_blocks, one_request, prefix_hit
 from backend.reference.paged_replay import SLOT, replay
-from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.widgets.rules import Limit
+from backend.widgets.spec import Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, SERIES, base_layout
 
 SCHEMES = ("contiguous", "paged")
@@ -29,25 +30,13 @@ EXAMPLE_TOKENS = 1000  # Exercise 1
 MATH_TOKENS = 200  # the math's worked example, a different length
 PREFIX_PROMPT, PREFIX_SHARED = 100, 40
 FORK_PROMPT, FORK_SAMPLES = 40, 4
-def _labels() -> dict:
-    return {p.name: p.label for p in SPEC.params}
-
-
-def check(params: dict) -> None:
-    """The mean request length is at most the maximum, and the arena holds the samples at
-    their maximum length (samples × maximum slots)."""
-    mean, cap, n, budget = (params[k] for k in ("mean_len", "max_len", "samples", "budget_tokens"))
-    if mean > cap:
-        labels = _labels()
-        # Only the control to move is quoted (and named): the maximum is what it is measured
-        # against, and lowering both together would never meet.
-        raise ParamError(f"'{labels['mean_len']}' ({mean:,}) must be at most the "
-                         f"{labels['max_len']} ({cap:,})", "mean_len")
-    if n * cap > budget:
-        labels = _labels()
-        raise ParamError(f"'{labels['budget_tokens']}' ({budget:,}) must hold at least "
-                         f"'{labels['samples']}' × '{labels['max_len']}' ({n * cap:,}) slots",
-                         "budget_tokens")
+# The rules across params, as data the page follows (it clamps, never sends a refused setting):
+# the mean request is at most the maximum, and the arena holds every sample of one prompt at
+# the maximum length.
+MEAN_AT_MOST_MAX = Limit(0, ((1, ("mean_len",)), (-1, ("max_len",))),
+                         "the mean is at most the maximum")
+ARENA_HOLDS_SAMPLES = Limit(0, ((1, ("samples", "max_len")), (-1, ("budget_tokens",))),
+                            "the memory holds samples × maximum length")
 
 
 SPEC = WidgetSpec(
@@ -64,10 +53,10 @@ SPEC = WidgetSpec(
               scale="log2", unit="tokens",
               help="Token slots per block of the paged cache (vLLM's default is 16)."),
         Param("mean_len", "mean request length", "int", default=256, min=64, max=2048, step=1,
-              scale="log2", unit="tokens",
+              scale="log2", unit="tokens", limits=(MEAN_AT_MOST_MAX,),
               help="Prompt and output are each drawn around half of this; many short, few long."),
         Param("max_len", "maximum request length", "int", default=1024, min=64, max=4096,
-              step=1, scale="log2", unit="tokens",
+              step=1, scale="log2", unit="tokens", limits=(ARENA_HOLDS_SAMPLES,),
               help="Prompt plus output never exceeds it; the contiguous scheme reserves it for "
                    "every sequence. At least the mean length."),
         Param("samples", "parallel samples per prompt", "int", default=1, min=1, max=8, step=1,
@@ -90,7 +79,6 @@ SPEC = WidgetSpec(
     bake=({"block_size": 1}, {"block_size": 4}, {"block_size": 64}, {"block_size": 256},
           {"samples": 4}, {"max_len": 4096}, {"mean_len": 1024}),
     cost_hint="heavy",
-    check=check,
 )
 
 

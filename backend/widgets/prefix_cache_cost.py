@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from backend.reference import pricing
 from backend.reference.serving import cached_prefix_tokens
-from backend.widgets.spec import Output, Param, ParamError, WidgetSpec
+from backend.widgets.rules import Limit
+from backend.widgets.spec import Output, Param, WidgetSpec
 from backend.widgets.style import COLORS, SERIES, base_layout
 
 MAX_TOKENS = 131_072  # a long context window; the sliders move in powers of two
@@ -21,24 +22,13 @@ MAX_TOKENS = 131_072  # a long context window; the sliders move in powers of two
 # steps of 128 tokens. Self-hosted engines: whole blocks of keys and values (vLLM's default block
 # is 16 tokens), and never the prompt's last token, which must run to give the first new token.
 PROVIDER_MINIMUM, PROVIDER_STEP, ENGINE_BLOCK = 1024, 128, 16
-def _labels() -> dict:
-    return {p.name: p.label for p in SPEC.params}
-
-
-def check(params: dict) -> None:
-    """The cached prefix is at most the input, and writing the cache costs at least the input
-    price."""
-    n_in, n_cached, p_in = params["input_tokens"], params["cached_tokens"], params["price_input"]
-    if n_cached > n_in:
-        labels = _labels()
-        raise ParamError(f"'{labels['cached_tokens']}' must be from 1 to '{labels['input_tokens']}' "
-                         f"({n_in:,}); got {n_cached:,}", "cached_tokens")
-    if params["price_write"] < p_in:
-        labels = _labels()
-        raise ParamError(f"'{labels['price_write']}' must be at least the '{labels['price_input']}' "
-                         f"({p_in:g}): writing the prefix computes it as an uncached input does, "
-                         f"and nothing extra for the write means the input price; "
-                         f"got {params['price_write']:g}", "price_write")
+# The rules across params, as data the page follows (it clamps, never sends a refused setting):
+# the cached prefix is part of the input, and writing the cache costs at least the input price
+# (a provider that charges nothing extra for the write bills it at the input price).
+CACHED_IN_INPUT = Limit(0, ((1, ("cached_tokens",)), (-1, ("input_tokens",))),
+                        "the cached prefix is part of the input")
+WRITE_AT_LEAST_INPUT = Limit(0, ((1, ("price_input",)), (-1, ("price_write",))),
+                             "writing the prefix costs at least an uncached input")
 
 
 SPEC = WidgetSpec(
@@ -53,13 +43,14 @@ SPEC = WidgetSpec(
         Param("input_tokens", "input tokens", "int", default=400, min=1, max=MAX_TOKENS, step=1,
               scale="log2", help="The whole prompt: the shared prefix and what follows it."),
         Param("cached_tokens", "cached prefix tokens", "int", default=350, min=1,
-              max=MAX_TOKENS, step=1, scale="log2",
+              max=MAX_TOKENS, step=1, scale="log2", limits=(CACHED_IN_INPUT,),
               help="How many of the input tokens, from the start, are a prefix already cached. "
                    "At most the input tokens. (The first bar is the request with nothing cached.)"),
         Param("output_tokens", "output tokens", "int", default=100, min=1, max=MAX_TOKENS,
               step=1, scale="log2"),
         Param("price_input", "input price", "float", default=10.0, min=0.0, max=200.0,
-              step=0.01, unit="$ per million tokens"),
+              step=0.01, unit="$ per million tokens", limits=(WRITE_AT_LEAST_INPUT,),
+              help="At most the cache write price."),
         Param("price_cached", "cached input price", "float", default=1.0, min=0.0, max=200.0,
               step=0.01, unit="$ per million tokens"),
         Param("price_output", "output price", "float", default=50.0, min=0.0, max=200.0,
@@ -81,7 +72,6 @@ SPEC = WidgetSpec(
           + tuple({"input_tokens": n} for n in (350, 512, 1024, 4000, 4096, 16384))
           + tuple({"output_tokens": n} for n in (1, 16, 128, 1024))),
     cost_hint="light",
-    check=check,
 )
 
 

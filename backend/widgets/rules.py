@@ -5,6 +5,7 @@ the page (widgets/runtime/spec.js `effective`) evaluate the same data, and the O
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -117,7 +118,7 @@ class Limit:
             prod = Fraction(coef)
             for f in factors:
                 if isinstance(f, str):
-                    prod *= values[f]
+                    prod *= Fraction(values[f])
                 elif isinstance(f[1], dict):
                     prod *= Fraction(f[1][values[f[0]]])
                 else:
@@ -125,21 +126,31 @@ class Limit:
             out += prod
         return out
 
-    def top(self, param: Param, values: dict, lo, hi) -> int:
-        """The largest value of `param` on its grid from lo to hi within budget (lo if none)."""
-        step = int(param.step or 1)
-        first = lo + (-(lo - param.min) % step)  # lo, up to param's grid
-        k_lo, k_hi = 0, max(0, (hi - first) // step)
-        fits = lambda k: self.total({**values, param.name: first + k * step}) <= self.budget  # noqa: E731
+    def top(self, param: Param, values: dict, lo, hi):
+        """The largest value of `param` on its grid from lo to hi within budget (lo if none).
+        A float's grid is its step from its min, each point rounded to 12 significant digits
+        (as the page writes it: 12.5, never 12.500000000000002)."""
+        if param.type == "int":
+            step = int(param.step or 1)
+            first = lo + (-(lo - param.min) % step)  # lo, up to param's grid
+            at = lambda k: int(first + k * step)  # noqa: E731
+            k_hi = max(0, (hi - first) // step)
+        else:
+            step = param.step or 1
+            k0 = math.ceil((lo - param.min) / step - 1e-9)
+            at = lambda k: float(f"{param.min + (k0 + k) * step:.12g}")  # noqa: E731
+            k_hi = max(0, math.floor((hi - param.min) / step + 1e-9) - k0)
+        fits = lambda k: self.total({**values, param.name: at(k)}) <= self.budget  # noqa: E731
         if not fits(0):
             return lo
+        k_lo = 0
         while k_lo < k_hi:  # binary search: the sum grows with the param
             mid = (k_lo + k_hi + 1) // 2
             if fits(mid):
                 k_lo = mid
             else:
                 k_hi = mid - 1
-        return int(first + k_lo * step)
+        return at(k_lo)
 
     def to_json(self) -> dict:
         def factor(f):

@@ -254,9 +254,9 @@ class WidgetSpec:
                 if dep.on not in names or dep.on == p.name:
                     raise TypeError(f"{self.name}: {p.name!r} depends on unknown param {dep.on!r}")
             for lim in p.limits:
-                if p.type != "int" or not set(lim.names()) <= names:
+                if p.type not in {"int", "float"} or not set(lim.names()) <= names:
                     raise TypeError(f"{self.name}: {p.name!r} has a limit on unknown params "
-                                    f"{lim.names()!r} (or is not an int)")
+                                    f"{lim.names()!r} (or is not a number)")
         # every default setting must satisfy every rule, so the page can always start
         self.resolve({})
         if self.result_ttl is not None and (isinstance(self.result_ttl, bool)

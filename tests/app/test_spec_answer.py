@@ -100,10 +100,10 @@ def test_cross_parameter_rules_are_in_the_spec_and_refused_before_computing(clie
     document, and a request that breaks one is a 400 before any computation starts."""
     from backend.widgets import paged_kv
 
-    spec = client.get("/api/widgets/paged_kv").get_json()
-    assert spec["rules"] and "at most the maximum" in spec["rules"][0]
+    spec = client.get("/api/widgets/multi_head").get_json()
+    assert spec["rules"] and "cross-parameter rules" in spec["rules"][0]
     doc = client.get("/api/openapi.json").get_json()
-    assert spec["rules"][0] in doc["paths"]["/api/widgets/paged_kv"]["post"]["description"]
+    assert spec["rules"][0] in doc["paths"]["/api/widgets/multi_head"]["post"]["description"]
     context = doc["paths"]["/api/widgets/attention_cost"]["post"]["requestBody"]["content"][
         "application/json"]["schema"]["properties"]["context_len"]
     assert context["x-limits"] == _param(client.get("/api/widgets/attention_cost").get_json(),
@@ -115,4 +115,5 @@ def test_cross_parameter_rules_are_in_the_spec_and_refused_before_computing(clie
     monkeypatch.setattr(paged_kv, "compute", never)
     r = client.post("/api/widgets/paged_kv", json={"mean_len": 2000, "max_len": 1024})
     assert r.status_code == 400 and r.get_json()["param"] == "mean_len"
-    assert "must be at most the" in r.get_json()["error"]
+    assert "at maximum request length = 1024 (the mean is at most the maximum)" in \
+        r.get_json()["error"]

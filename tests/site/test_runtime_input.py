@@ -62,7 +62,7 @@ def test_an_invalid_value_is_refused_and_slider_box_and_figure_agree(page, serve
     assert posts == []                                          # refused before it was sent
 
 
-def test_a_400_from_the_server_marks_the_figure_as_showing_the_previous_setting(page, server):
+def test_a_400_from_the_server_puts_the_controls_back_to_the_figures_setting(page, server):
     widget = open_scaling(page, server)
     page.route("**/api/widgets/attention_scaling/result*", lambda route: route.fulfill(
         status=400, content_type="application/json",
@@ -70,10 +70,10 @@ def test_a_400_from_the_server_marks_the_figure_as_showing_the_previous_setting(
     page.evaluate(f"""() => {{ const s = document.querySelector('{W} input[type=range][name=n_positions]');
         s.value = 5; s.dispatchEvent(new Event('input', {{bubbles: true}})); }}""")
     widget.locator(".tw-error").wait_for(state="visible")
-    assert "still show head dim d_k = 64, positions = 8" in widget.locator(".tw-error").inner_text()
-    assert "Not updated" in widget.locator(".tw-status").inner_text()
-    assert "tw-stale" in widget.get_attribute("class")
-    # the named control went back to what the figure shows: 8 positions (slider position 3)
+    assert "Kept head dim d_k = 64, positions = 8." in widget.locator(".tw-error").inner_text()
+    # the controls went back to what the figure shows (8 positions, slider position 3), so the
+    # figure is not stale: controls and figure agree
+    assert "tw-stale" not in widget.get_attribute("class")
     assert page.locator(f'{W} input[name="n_positions-value"]').input_value() == "8"
     assert "n_positions" not in page.evaluate("location.search")
 

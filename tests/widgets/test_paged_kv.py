@@ -50,7 +50,7 @@ def test_parallel_samples_share_blocks_and_copy_on_write(client):
 
 @pytest.mark.parametrize("params, name", [
     ({"mean_len": 2048, "max_len": 1024}, "mean_len"),
-    ({"samples": 8, "max_len": 4096}, "budget_tokens"),
+    ({"samples": 8, "max_len": 4096}, "max_len"),
     ({"block_size": 0}, "block_size"),
     ({"budget_tokens": 100_000}, "budget_tokens"),
 ])

@@ -45,14 +45,20 @@ def test_nothing_extra_for_the_write_with_a_cheaper_read_pays_at_once(client):
 
 
 @pytest.mark.parametrize("write, price_input", [(0, 10), (9.99, 10), (12.5, 20)])
-def test_a_write_price_below_the_input_price_is_a_400_naming_it(client, write, price_input):
+def test_an_input_price_above_the_write_price_is_a_400_naming_it(client, write, price_input):
     """Writing the prefix computes it as an uncached input does: a cheaper write would make the
-    first request cost less than a cached one. Nothing extra for the write is the input price."""
+    first request cost less than a cached one. Nothing extra for the write is the input price.
+    The rule is the input price's limit (spec data the page follows: its slider tops out at
+    the write price), so the 400 names the input price and its top."""
     r = client.post(URL, json={"price_write": write, "price_input": price_input})
     body = r.get_json()
-    assert r.status_code == 400 and body["param"] == "price_write"
-    assert "'cache write price' must be at least the 'input price'" in body["error"]
-    assert f"({price_input:g})" in body["error"]
+    assert r.status_code == 400 and body["param"] == "price_input"
+    assert (f"'input price' must be from 0 to {write:g} at cache write price = {write:g} "
+            "(writing the prefix costs at least an uncached input)") in body["error"]
+
+
+def test_the_input_price_may_equal_the_write_price(client):
+    assert post(client, price_write=7.77, price_input=7.77)["values"]["write_premium"] == 0
 
 
 def test_a_whole_prompt_cached_reuses_whole_blocks_before_its_last_token(client):
@@ -66,12 +72,12 @@ def test_a_dearer_read_is_said_to_cost_more(client):
     assert out["values"]["saving"] < 0 and "39% more" in out["summary"]
 
 
-def test_cached_more_than_input_is_a_400_naming_both_labels(client):
+def test_cached_more_than_input_is_a_400_naming_the_input(client):
     r = client.post(URL, json={"input_tokens": 400, "cached_tokens": 401})
     body = r.get_json()
     assert r.status_code == 400 and body["param"] == "cached_tokens"
-    assert "'cached prefix tokens' must be from 1 to" in body["error"]
-    assert "'cached prefix tokens'" in body["error"] and "'input tokens' (400)" in body["error"]
+    assert ("'cached prefix tokens' must be from 1 to 400 at input tokens = 400 "
+            "(the cached prefix is part of the input), got 401") in body["error"]
 
 
 @pytest.mark.parametrize("params, label", [

@@ -202,7 +202,24 @@ def test_a_limit_caps_a_param_by_every_factor_at_once():
         [1, ["x", "x", "b", ["kind", [["small", 1], ["big", 4]]]]], [2, ["x", "b", ["d", -1]]]]}
 
 
-def test_a_limit_names_known_params_and_sits_on_an_int():
+def test_a_limit_on_a_float_tops_out_on_its_grid_written_round():
+    """A float's limit (an input price at most the write price): the top is on the param's
+    step grid from its min, written as the page writes it (7.77, not 7.7700000000000005), and a
+    negative coefficient makes another param the bound."""
+    price = Param("p", "price", "float", default=1.0, min=0.0, max=200.0, step=0.01,
+                  limits=(Limit(0, ((1, ("p",)), (-1, ("w",)))),))
+    spec = WidgetSpec(name="f", title="t", params=(
+        price, Param("w", "write", "float", default=2.0, min=0.0, max=200.0, step=0.01)))
+    for w, top in ((7.77, 7.77), (7.775, 7.77), (0.07, 0.07), (0.0, 0.0), (200.0, 200.0),
+                   (12.5, 12.5), (0.3, 0.3)):
+        assert price.effective({"p": 0.0, "w": w})["max"] == top
+        spec.resolve({"p": top, "w": w})
+        if top < 200:
+            with pytest.raises(ParamError, match="at write = "):
+                spec.resolve({"p": round(top + 0.01, 2), "w": w})
+
+
+def test_a_limit_names_known_params_and_sits_on_a_number():
     budget = Limit(10, ((1, ("y",)),))
     with pytest.raises(TypeError):
         WidgetSpec(name="bad", title="t", params=(

@@ -27,8 +27,11 @@ export function mountAll() {
 export function followServer(widget) {
   liveSpecs(widget.api).then(function (specs) {
     if (!document.body.contains(widget.root)) return;
+    var live = (specs && specs[widget.spec.name]) || null;
     try {
-      widget.adoptSpec((specs && specs[widget.spec.name]) || null);
+      widget.adoptSpec(live);
+      // whose spec the controls follow now: the server's, or the one the page was built with
+      widget.root.dataset.spec = live ? "server" : "built";
     } catch (err) {
       setTimeout(function () { throw err; });
     }

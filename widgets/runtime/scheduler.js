@@ -131,18 +131,32 @@ methods.settle = function (timeout) {
   this.flush();
 };
 
-/* A 400: the figure keeps the last valid setting and says so; a number control named by the
- * error goes back to the value the figure shows (text stays as typed, to be fixed). */
+/* A 400: the figure keeps the last valid setting and says so. Every control but text goes
+ * back to the value the figure shows: the one the reader moved, whichever param the error
+ * names, and any a rule moved with it, so controls and figure never disagree and the next move
+ * starts from a setting the server took. Text stays as typed, to be fixed; it is not stale
+ * unless the refusal is about it. */
 methods.serverRefused = function (body) {
-  var p = null, self = this;
-  this.spec.params.forEach(function (q) { if (q.name === body.param) p = q; });
+  var self = this, textRefused = false;
   var shownParams = (this.shown && this.shown.params) || this.baked[0].params;
-  if (p && p.type !== "text") {
-    this.params[p.name] = shownParams[p.name];
-    this.applyDepends();
+  this.spec.params.forEach(function (q) {
+    if (q.type === "text") {
+      if (q.name === body.param) textRefused = true;
+      return;
+    }
+    if (shownParams[q.name] !== undefined) self.params[q.name] = shownParams[q.name];
+  });
+  this.applyDepends();
+  this.movedNotice = "";
+  this.setNotice(this.stickyNotice);
+  if (textRefused) {
+    this.showError(body.error + (/[.!?]$/.test(body.error) ? " " : ". ") + self.staleWords());
+    this.markStale(true);
+  } else {
+    this.showError(body.error + (/[.!?]$/.test(body.error) ? " " : ". ") + "Kept " +
+                   this.describe(shownParams) + ".");
+    this.markStale(false);
   }
-  this.showError(body.error + (/[.!?]$/.test(body.error) ? " " : ". ") + self.staleWords());
-  this.markStale(true);
 };
 
 /* The baked result closest to the current parameters (log distance on log sliders). A text

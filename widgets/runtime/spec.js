@@ -90,21 +90,31 @@ export function limitTotal(lim, params) {
 }
 
 /* The largest value of p on its grid from lo to hi within the limit's budget, the other
- * params held (lo if none): mirror of spec.Limit.top, the same binary search. */
+ * params held (lo if none): mirror of spec.Limit.top, the same binary search. A float's grid
+ * is its step from its min, each point to 12 significant digits, as spec.Limit.top writes it. */
 export function limitTop(lim, p, params, lo, hi) {
-  var step = p.step || 1, first = lo + (((p.min - lo) % step) + step) % step;
-  var kLo = 0, kHi = Math.max(0, Math.floor((hi - first) / step));
+  var step = p.step || 1, at, kHi;
+  if (p.type === "int") {
+    var first = lo + (((p.min - lo) % step) + step) % step;
+    at = function (k) { return first + k * step; };
+    kHi = Math.max(0, Math.floor((hi - first) / step));
+  } else {
+    var k0 = Math.ceil((lo - p.min) / step - 1e-9);
+    at = function (k) { return +(p.min + (k0 + k) * step).toPrecision(12); };
+    kHi = Math.max(0, Math.floor((hi - p.min) / step + 1e-9) - k0);
+  }
   function fits(k) {
     var trial = Object.assign({}, params);
-    trial[p.name] = first + k * step;
+    trial[p.name] = at(k);
     return limitTotal(lim, trial) <= lim.budget;
   }
   if (!fits(0)) return lo;
+  var kLo = 0;
   while (kLo < kHi) {
     var mid = Math.floor((kLo + kHi + 1) / 2);
     if (fits(mid)) kLo = mid; else kHi = mid - 1;
   }
-  return first + kLo * step;
+  return at(kLo);
 }
 
 export function plain(v) { return typeof v === "boolean" ? (v ? "true" : "false") : String(v); }

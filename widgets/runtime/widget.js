@@ -172,9 +172,21 @@ Widget.prototype.syncControl = function (p) {
 
 /* Ranges and states that follow other controls (spec.Depends, spec.Limit). A value the new
  * range excludes moves to the nearest allowed one, and a notice says so; a disabled control
- * with one allowed value (a preset's setting) shows that value. */
+ * with one allowed value (a preset's setting) shows that value. A move can narrow a param
+ * checked before it (the memory lowers the maximum length, which lowers the mean), so the
+ * pass repeats until nothing moves. */
 Widget.prototype.applyDepends = function () {
-  var self = this, moved = [];
+  var moved = [], before;
+  for (var pass = 0; pass <= this.spec.params.length; pass++) {
+    before = moved.length;
+    this.applyDependsOnce(moved);
+    if (moved.length === before) break;
+  }
+  return moved;
+};
+
+Widget.prototype.applyDependsOnce = function (moved) {
+  var self = this;
   this.spec.params.forEach(function (p) {
     if (!(p.depends || []).length && !(p.limits || []).length) { self.syncControl(p); return; }
     var eff = self.effective(p), c = self.controls[p.name];
@@ -197,7 +209,6 @@ Widget.prototype.applyDepends = function () {
     }
     self.syncControl(p);
   });
-  return moved;
 };
 
 Widget.prototype.updateCount = function (p) {
