@@ -2,24 +2,23 @@
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import json
 import time
-from pathlib import Path
 
 import torch
 from flask import Blueprint, abort, current_app, jsonify, request
 
 from backend import device
 from backend.app import limits, notebook, openapi, query
+from backend.app.release import release
 from backend.widgets import REGISTRY
 from backend.widgets.serialize import finite
 from backend.widgets.spec import ParamError
 
 bp = Blueprint("api", __name__, url_prefix="/api")
-BACKEND = Path(__file__).resolve().parents[1]
+
 OPTIONAL = ("summary", "table", "notice")
 # How long a browser (or nginx) may reuse a spec answer without asking again. The pages adopt
 # this process's spec (its device's ceilings, a `local` checkpoint) over the one baked at build
@@ -112,20 +111,10 @@ def widget_result(name: str):
 RESULT_MAX_AGE = 600
 
 
-@functools.cache
-def _release() -> str:
-    """What a result depends on besides its setting: the code that computes it (every source
-    file of `backend`), the cache's format version and the device. Read once per process."""
-    digest = hashlib.sha256(f"{limits.CACHE_VERSION}|{device.describe()}".encode())
-    for path in sorted(BACKEND.rglob("*.py")):
-        digest.update(path.relative_to(BACKEND).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
 def result_etag(name: str, params: dict) -> str:
     """A weak validator naming the setting and the release: semantically the same answer (a
     measured timing taken again may differ in its last digits, hence weak)."""
-    return f"{_release()}-{limits.ResultCache.key(name, params).split(':', 1)[1][:20]}"
+    return f"{release()}-{limits.ResultCache.key(name, params).split(':', 1)[1][:20]}"
 
 
 def _answer(name: str, module, params: dict) -> dict:

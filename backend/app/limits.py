@@ -6,8 +6,8 @@ cache (Flask-Caching), and a fair, bounded queue for the compute slots.
   by every worker and replica), else in each worker's memory. A Redis that goes away falls back
   to memory counters, never a 500. The client address honours `BOOK_TRUSTED_PROXIES`
   (werkzeug's ProxyFix, applied in `create_app`).
-- Result cache: one entry per widget + resolved parameters, kept `BOOK_CACHE_TTL_SECONDS` (or a
-  widget's shorter `SPEC.result_ttl`, for measured timings); in
+- Result cache: one entry per release (`release.py`), widget and resolved parameters, kept
+  `BOOK_CACHE_TTL_SECONDS` (or a widget's shorter `SPEC.result_ttl`, for measured timings); in
   Redis when configured (every worker and replica shares it), else in-process. A cache that
   fails is logged and skipped for a few seconds: the request is computed, never a 500.
 - Fair queue: a worker runs at most `BOOK_MAX_CONCURRENT` computations; the rest wait in a
@@ -38,6 +38,7 @@ from flask_caching.backends.rediscache import RedisCache
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 
+from backend.app.release import release
 from backend.errors import Busy  # noqa: F401  (raised here; tests import it from here too)
 
 log = logging.getLogger("backend.app.limits")
@@ -104,7 +105,6 @@ def threads_needed(slots: int) -> int:
     light = slots * (1 + QUEUE_PLACES_PER_SLOT)
     heavy = 1 + QUEUE_PLACES_PER_SLOT
     return light + heavy + SPARE_THREADS
-CACHE_VERSION = "v2"  # bump when a result's shape changes, so a shared Redis drops old ones
 # (v2: attention_scaling and multi_head answers lost their prose-only values to facts())
 
 
@@ -241,7 +241,8 @@ class ResultCache:
         cfg = app.config
         url = cfg["CACHE_URL"]
         config = {"CACHE_DEFAULT_TIMEOUT": cfg["CACHE_TTL_SECONDS"],
-                  "CACHE_KEY_PREFIX": f"book:result:{CACHE_VERSION}:"}
+                  # the release: a deploy never reads the previous code's answers
+                  "CACHE_KEY_PREFIX": f"book:result:{release()}:"}
         if url:
             options = {"socket_connect_timeout": 0.5, "socket_timeout": 0.5}
             if cfg.get("CACHE_PASSWORD"):

@@ -34,7 +34,8 @@ mimetypes.add_type("application/x-ipynb+json", ".ipynb")
 
 
 def _site_dir() -> Path:
-    return Path(current_app.config["SITE_DIR"])
+    # absolute: Flask's send_file reads a relative path from the app's package, not the cwd
+    return Path(current_app.config["SITE_DIR"]).resolve()
 
 
 @bp.get("/", defaults={"path": ""})

@@ -185,3 +185,39 @@ def test_a_widgets_own_shorter_ttl_bounds_how_long_its_results_are_kept(tmp_path
     cache.put("c", {})
     assert seen == [5, 2, None]
     assert REGISTRY["kv_decode"].SPEC.result_ttl <= 600  # timings: minutes, not a day
+
+
+_ASK = ("import json; from backend.app import create_app; "
+        "c = create_app({'TESTING': True}).test_client(); "
+        "r = c.get('/api/widgets/attention_scaling/result?seed=14'); "
+        "print(json.dumps({'cached': r.get_json()['cached'], 'etag': r.headers['ETag']}))")
+
+
+def _ask_from(tree: Path, redis_url: str, site: Path) -> dict:
+    """The answer, from a process running the code in `tree`, sharing one Redis."""
+    env = {**os.environ, "BOOK_CACHE_URL": redis_url, "BOOK_SITE_DIR": str(site),
+           "PYTHONPATH": str(tree)}
+    proc = subprocess.run([sys.executable, "-c", _ASK], cwd=tree, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_release_never_reads_the_previous_codes_answers(tmp_path, redis_server):
+    """Issue 35, item 1 (code review H1): two processes sharing one Redis, the code changed
+    between them. The second release computes afresh, under another ETag; the same code in
+    another process is answered from the shared cache (so the first half can fail)."""
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "backend", tree / "backend",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    site = tmp_path / "site"
+    site.mkdir()
+    first = _ask_from(tree, redis_server.url, site)
+    same = _ask_from(tree, redis_server.url, site)
+    assert first["cached"] is False and same == {"cached": True, "etag": first["etag"]}
+    widget = tree / "backend" / "widgets" / "attention_scaling.py"
+    widget.write_text(widget.read_text("utf-8") + "\n# the next release\n", "utf-8")
+    after = _ask_from(tree, redis_server.url, site)
+    assert after["cached"] is False and after["etag"] != first["etag"]

@@ -124,7 +124,7 @@ class Sweep:
             self.apart.append(f"after {what}: " + "; ".join(apart))
 
     def reset(self, root) -> None:
-        root.locator(".tw-reset").click()
+        root.query_selector(".tw-reset").click()
         self.page.wait_for_function(f"el => ({SETTLED})(el)", arg=root, timeout=20_000)
 
     def sweep(self, root) -> None:
@@ -174,5 +174,7 @@ def test_no_refusal_leaves_controls_and_figure_apart(browser, server, built_site
                 root.scroll_into_view_if_needed()
                 sweep.sweep(root)
             problems += [f"{path} {p}" for p in sweep.refused + sweep.apart]
-            assert page.console_errors == [], page.console_errors
+            # a refusal is reported above, with its setting; anything else the console says
+            problems += [f"{path} console: {e}" for e in page.console_errors
+                         if "status of 400" not in e]
     assert problems == [], "\n".join(problems[:40])

@@ -1,0 +1,35 @@
+"""The release: what an answer depends on besides its setting. One name, used by the result
+cache's keys (in-process, Redis) and by the ETag a browser or nginx revalidates with, so a
+deploy never serves the previous code's answer from any cache under the new release."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from importlib import metadata
+from pathlib import Path
+
+from backend import device
+
+BACKEND = Path(__file__).resolve().parents[1]
+CACHE_VERSION = "v2"  # bump when a result's shape changes, so a shared Redis drops old ones
+# The packages whose arithmetic or tokenisation is in the answers.
+PACKAGES = ("torch", "numpy", "transformers", "tokenizers", "plotly")
+
+
+@functools.cache
+def release() -> str:
+    """A digest of every file under `backend` (code, weights, corpora; compiled bytecode left
+    out), the versions of the packages that compute, the cache's format version and the device.
+    Read once per process."""
+    digest = hashlib.sha256(f"{CACHE_VERSION}|{device.describe()}".encode())
+    for name in PACKAGES:
+        try:
+            digest.update(f"|{name}={metadata.version(name)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"|{name}=-".encode())
+    for path in sorted(BACKEND.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(b"\0" + path.relative_to(BACKEND).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
