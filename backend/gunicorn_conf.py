@@ -29,6 +29,36 @@ control_socket_disable = True  # gunicorn 27 otherwise opens a socket in ~/.guni
 accesslog = "-" if SETTINGS["BOOK_ACCESS_LOG"] else None
 errorlog = "-"
 wsgi_app = "backend.app:create_app()"
+limit_request_line = 4094  # gunicorn's default, named: the page POSTs a setting longer than this
+
+
+def _json_error(sock, status_int, reason, mesg):
+    """What gunicorn itself answers (a request line or headers too long, a malformed request,
+    before Flask sees it) as the API's JSON `{"error": ...}`, not gunicorn's HTML page."""
+    import json
+
+    from gunicorn.util import write_nonblock
+
+    if status_int == 414:
+        text = (f"the request line is longer than this server takes ({limit_request_line} "
+                "bytes); send a long setting as the JSON body of a POST to /api/widgets/<name>")
+    elif status_int == 431:
+        text = "the request's headers are larger than this server takes"
+    else:
+        text = f"{reason.lower()}: {mesg}" if mesg else reason.lower()
+    body = json.dumps({"error": text}).encode()
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+    write_nonblock(sock, head.encode("latin-1") + body)
+
+
+def _answer_errors_as_json() -> None:
+    import gunicorn.util
+
+    gunicorn.util.write_error = _json_error  # the workers' handle_error writes through it
+
+
+_answer_errors_as_json()
 
 
 def on_starting(server):

@@ -4,6 +4,15 @@
 import { isLog, isNum, plain, released, settingQuery } from "./spec.js";
 
 var REQUEST_TIMEOUT_MS = 15000;
+// The longest request line a GET may take: well inside gunicorn's 4,094 bytes and nginx's
+// 8 kB header buffers, and the 2,048 characters old proxies keep to.
+export var MAX_GET_LINE = 2000;
+
+/* A URL's path and query as they go on the request line, in bytes (escaped). */
+export function requestLineLength(url) {
+  var u = new URL(url, window.location.href);
+  return u.pathname.length + u.search.length;
+}
 var BUSY_AFTER_MS = 250;  // only an answer slower than this dims the figure (no flicker in drags)
 
 export var methods = {};
@@ -75,12 +84,18 @@ methods.request = function () {
   this.inflightBody = JSON.stringify(sent);
   // A GET with the setting in the URL (no preflight across origins, and cacheable): the same
   // setting asked again is answered by this browser's cache, or by a cache in front of the API.
-  var url = this.api + "/widgets/" + encodeURIComponent(this.spec.name) + "/result?" +
-    settingQuery(this.spec, sent);
-  fetch(url, {
-    headers: { "Accept": "application/json" },
-    signal: controller.signal
-  }).then(function (resp) {
+  // A setting too long for a request line (a long passage, or Hindi, each character nine
+  // bytes once escaped) goes as the JSON body of a POST, which the same spec resolves.
+  var endpoint = this.api + "/widgets/" + encodeURIComponent(this.spec.name);
+  var url = endpoint + "/result?" + settingQuery(this.spec, sent);
+  var init = { headers: { "Accept": "application/json" }, signal: controller.signal };
+  if (requestLineLength(url) > MAX_GET_LINE) {
+    url = endpoint;
+    init.method = "POST";
+    init.headers["Content-Type"] = "application/json";
+    init.body = this.inflightBody;
+  }
+  fetch(url, init).then(function (resp) {
     timing.headersAt = performance.now();
     return resp.text().then(function (text) {
       timing.bodyAt = performance.now();
