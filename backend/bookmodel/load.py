@@ -15,6 +15,7 @@ from tokenizers import Tokenizer
 from backend.errors import ModelUnavailable  # noqa: F401  (raised here; callers import it too)
 from backend.reference.config import ModelConfig
 from backend.reference.model import DecoderLM
+from backend.reference.rng import isolated_rng
 
 from . import WEIGHTS_DIR
 from .tokenizer import load_tokenizer
@@ -27,7 +28,8 @@ N_HELDOUT = 240
 def load_model(weights_dir: Path = WEIGHTS_DIR) -> tuple[DecoderLM, Tokenizer]:
     """The trained DecoderLM in eval mode (on the CPU) and its tokenizer."""
     cfg = ModelConfig(**json.loads((weights_dir / "config.json").read_text()))
-    model = DecoderLM(cfg)
+    with isolated_rng():  # every weight is loaded below
+        model = DecoderLM(cfg)
     state = load_file(str(weights_dir / "model.safetensors"))
     missing, unexpected = model.load_state_dict(state, strict=False)
     # The output head is tied to the embedding, so the file stores that matrix once.

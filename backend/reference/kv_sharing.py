@@ -13,6 +13,8 @@ import zlib
 import torch
 from torch import nn
 
+from backend.reference.rng import isolated_rng
+
 from .config import ModelConfig
 from .grouped_query import GroupedQueryAttention
 from .kv_cache import KVCache
@@ -23,7 +25,8 @@ from .rope import rope_cos_sin
 def seeded_attention(config: ModelConfig, seed: int = 0) -> GroupedQueryAttention:
     """A GQA layer with N(0, 1/d_in) weights: unit-variance inputs give unit-variance q, k, v."""
     g = torch.Generator().manual_seed(seed)
-    layer = GroupedQueryAttention(config)
+    with isolated_rng():  # every weight is drawn from g below
+        layer = GroupedQueryAttention(config)
     with torch.no_grad():
         for proj in (layer.q_proj, layer.k_proj, layer.v_proj, layer.o_proj):
             proj.weight.copy_(torch.randn(proj.weight.shape, generator=g) / proj.in_features ** 0.5)
@@ -35,7 +38,8 @@ def seeded_attention(config: ModelConfig, seed: int = 0) -> GroupedQueryAttentio
 def mean_pool_kv(mha: GroupedQueryAttention, config: ModelConfig, n_kv: int) -> GroupedQueryAttention:
     """The GQA layer with n_kv key/value heads made from a multi-head layer (Ainslie et al.)."""
     gqa_config = config.replace(n_kv_heads=n_kv)
-    gqa = GroupedQueryAttention(gqa_config)
+    with isolated_rng():  # every weight is copied in below
+        gqa = GroupedQueryAttention(gqa_config)
     n_rep, d_head = gqa_config.n_rep, config.d_head
     gqa.q_proj.weight.copy_(mha.q_proj.weight)  # every query head keeps its own W_Q
     gqa.o_proj.weight.copy_(mha.o_proj.weight)
@@ -67,7 +71,8 @@ def kv_bytes_per_token(layer: GroupedQueryAttention, x: torch.Tensor, config: Mo
                        dtype: torch.dtype = torch.bfloat16) -> float:
     """Bytes one layer's KV cache holds per token, measured: run the layer in `dtype` with a cache."""
     B, T, _ = x.shape
-    cast = GroupedQueryAttention(config).to(dtype)
+    with isolated_rng():  # the weights are loaded below
+        cast = GroupedQueryAttention(config).to(dtype)
     cast.load_state_dict(layer.state_dict())  # same weights, stored in `dtype`
     cos, sin = rope_cos_sin(torch.arange(T).expand(B, T), config.d_head, config.rope_theta, dtype)
     cache = KVCache(n_layers=1)

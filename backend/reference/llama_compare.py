@@ -21,6 +21,7 @@ from ..hf_import import LOCK as HF_IMPORT_LOCK
 from .config import ModelConfig
 from .counting import count_parameters
 from .model import DecoderLM, positions_from_mask
+from .rng import isolated_rng
 
 LOGIT_TOLERANCE = 1e-5  # fp32; eager attention on both sides (bf16: the same, see test_parity)
 LOSS_TOLERANCE = 1e-5
@@ -67,14 +68,16 @@ def build_pair(config: ModelConfig, seed: int, fault: str = "none", dtype: torch
     with HF_IMPORT_LOCK:
         from transformers import LlamaForCausalLM
 
-    ours = DecoderLM(config, fault).eval()
+    with isolated_rng():  # every weight is drawn from gen below
+        ours = DecoderLM(config, fault).eval()
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in ours.parameters():  # the tied head is one parameter, drawn once
             if p.dim() == 2:
                 p.normal_(0.0, 0.02, generator=gen)
             p.data = p.data.to(dtype)
-    theirs = LlamaForCausalLM(hf_config(config)).eval()
+    with isolated_rng():  # the same weights are loaded below
+        theirs = LlamaForCausalLM(hf_config(config)).eval()
     theirs.load_state_dict(hf_state_dict(ours.state_dict()), strict=True)
     with torch.no_grad():
         for p in theirs.parameters():

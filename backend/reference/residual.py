@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from backend.reference.rng import isolated_rng
+
 from .config import ModelConfig
 from .mlp import SwiGLU
 from .norms import RMSNorm
@@ -57,8 +59,8 @@ def gradient_by_layer(n_layers: int, d_model: int, d_ff: int, wiring: str, seed:
     L = sum(y * g) for a fixed random g, so the gradient arriving at the output is g itself.
     """
     gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)  # the layers' default initialisation
-    stack = Stack(n_layers, d_model, d_ff, wiring)
+    with isolated_rng(seed):  # the layers' default initialisation
+        stack = Stack(n_layers, d_model, d_ff, wiring)
     x = torch.randn(n_tokens, d_model, generator=gen, requires_grad=True)
     states = stack(x)
     for s in states:
@@ -73,8 +75,8 @@ def activation_norms(n_layers: int, d_model: int, d_ff: int, wiring: str, seed: 
                      n_tokens: int = 64) -> list[float]:
     """||x_l|| for l = 0 .. n_layers: the forward pass of the same stack gradient_by_layer builds."""
     gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    stack = Stack(n_layers, d_model, d_ff, wiring)
+    with isolated_rng(seed):
+        stack = Stack(n_layers, d_model, d_ff, wiring)
     x = torch.randn(n_tokens, d_model, generator=gen)
     with torch.no_grad():
         return [s.norm().item() for s in stack(x)]

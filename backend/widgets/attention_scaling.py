@@ -15,6 +15,7 @@ import torch
 
 from backend.device import device
 from backend.reference import scaling
+from backend.reference.rng import isolated_rng
 from backend.widgets.spec import Output, Param, WidgetSpec, seed_param
 from backend.widgets.style import COLORS, base_layout
 
@@ -128,8 +129,7 @@ def init_values() -> tuple:
     """What a query's entries look like at initialisation, rather than assumed unit-variance:
     Var(q) for q = W_Q x with PyTorch's default nn.Linear(512, 64) on unit-variance x (measured,
     seed 0, on the CPU), and GPT-2's N(0, 0.02^2) weights at width 768 (exact: d * std^2)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+    with isolated_rng(0):
         layer = torch.nn.Linear(INIT_D_MODEL, 64, bias=False)
         x = torch.randn(INIT_ROWS, INIT_D_MODEL)
         with torch.no_grad():

@@ -22,6 +22,7 @@ from backend.reference.encoder_decoder import (
     trace_shapes,
 )
 from backend.reference.multi_head import split_heads
+from backend.reference.rng import isolated_rng
 from backend.reference.sinusoidal import sinusoidal_encoding
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import COLORS, base_layout
@@ -76,8 +77,8 @@ SPEC = WidgetSpec(
 
 @lru_cache(maxsize=1)
 def _model() -> EncoderDecoder:
-    torch.manual_seed(0)
-    return EncoderDecoder(TINY).eval()
+    with isolated_rng(0):
+        return EncoderDecoder(TINY).eval()
 
 
 @lru_cache(maxsize=1)

@@ -116,10 +116,11 @@ def _first_all_zero_layer(depth: int, d: int, d_ff: int, seed: int = 0) -> int:
     import torch
 
     from backend.reference.residual import Stack
+    from backend.reference.rng import isolated_rng
 
     gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    stack = Stack(depth, d, d_ff, "plain")
+    with isolated_rng(seed):
+        stack = Stack(depth, d, d_ff, "plain")
     x = torch.randn(64, d, generator=gen)
     with torch.no_grad():
         states = stack(x)

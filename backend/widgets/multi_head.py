@@ -25,6 +25,7 @@ from backend.reference.kv_sharing import (
     seeded_attention,
     word_vectors,
 )
+from backend.reference.rng import isolated_rng
 from backend.reference.two_heads import example as two_heads_example
 from backend.widgets.spec import Depends, Output, Param, ParamError, WidgetSpec
 from backend.widgets.style import SERIES, WEIGHT_SCALE, base_layout
@@ -180,7 +181,8 @@ def trained_pooling() -> dict | None:
                     n_rep = n_heads // n_kv
                     pooled = []
                     for lin in (att.self.key, att.self.value):
-                        pool = torch.nn.Linear(lin.in_features, n_kv * d_head)
+                        with isolated_rng():  # every weight is copied in below
+                            pool = torch.nn.Linear(lin.in_features, n_kv * d_head)
                         pool.weight.copy_(lin.weight.view(n_kv, n_rep, d_head, -1).mean(1).reshape(n_kv * d_head, -1))
                         pool.bias.copy_(lin.bias.view(n_kv, n_rep, d_head).mean(1).reshape(-1))
                         pooled.append(repeat_kv(heads(x, pool, n_kv)[None], n_rep)[0])  # (h, T, d_head)
