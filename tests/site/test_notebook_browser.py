@@ -64,3 +64,26 @@ def test_the_control_bar_fits_a_phone(phone, server, fits_the_screen):
     boxes = phone.evaluate(f"""() => [...document.querySelectorAll('{W} .tw-actions > *')]
         .map(e => {{ const r = e.getBoundingClientRect(); return [r.left, r.right]; }})""")
     assert len(boxes) == 3 and all(0 <= left and right <= 390 for left, right in boxes)
+
+
+def test_with_the_server_unreachable_the_button_says_why(page, server):
+    """UX review H7: offline (the API blocked), "Open as notebook" downloads nothing and says
+    that the notebook is made by the book's server; it works again once the server answers."""
+    page.route("**/api/**", lambda route: route.abort())
+    _open(page, server)
+    link = page.locator(f"{W} a.tw-notebook")
+    page.wait_for_function(f"""() => document.querySelector('{W} a.tw-notebook')
+        .getAttribute('aria-disabled') === 'true'""")
+    downloads = []
+    page.on("download", lambda d: downloads.append(d))
+    link.click(force=True)  # aria-disabled: Playwright would wait; a reader can still click
+    notice = page.locator(f"{W} .tw-notice")
+    notice.wait_for(state="visible")
+    assert "needs the book's server" in notice.inner_text()
+    assert downloads == []
+    page.unroute("**/api/**")
+    box = page.locator(f'{W} input[name="d_k-value"]')
+    box.fill("128")
+    box.dispatch_event("change")
+    page.wait_for_function(f"""() => document.querySelector('{W}').dataset.source === 'live'
+        && document.querySelector('{W} a.tw-notebook').getAttribute('aria-disabled') === 'false'""")

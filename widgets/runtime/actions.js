@@ -22,9 +22,27 @@ export function notebookLink(widget) {
       (qs ? "?" + qs : "");
   }
   ["pointerenter", "focus", "click"].forEach(function (type) { a.addEventListener(type, follow); });
+  a.addEventListener("click", function (e) {
+    if (a.getAttribute("aria-disabled") !== "true") return;
+    e.preventDefault();  // the server makes the notebook: say so rather than fail the download
+    widget.setNotice("\u201cOpen as notebook\u201d needs the book's server, which makes the " +
+                     "notebook from its code: " + widget.offlineWhy + ". Try again when it " +
+                     "answers (a live figure shows it does).");
+  });
   follow();
   return a;
 }
+
+/* Whether the server that makes notebooks answers: the link says so, and stays focusable. */
+methods.serverAnswers = function (ok, why) {
+  var a = this.root.querySelector("a.tw-notebook");
+  if (!a) return;
+  this.offlineWhy = why || "";
+  a.setAttribute("aria-disabled", ok ? "false" : "true");
+  a.classList.toggle("tw-off", !ok);
+  a.title = ok ? "Download this setting as a Jupyter notebook that runs the book's code"
+               : "Needs the book's server (" + why + ")";
+};
 
 /* This widget's setting as a link that opens the page on this widget (its URL keys only). */
 methods.link = function () {

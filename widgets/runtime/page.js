@@ -32,6 +32,7 @@ export function followServer(widget) {
       widget.adoptSpec(live);
       // whose spec the controls follow now: the server's, or the one the page was built with
       widget.root.dataset.spec = live ? "server" : "built";
+      if (!live) widget.serverAnswers(false, "the book's server did not answer");
     } catch (err) {
       setTimeout(function () { throw err; });
     }

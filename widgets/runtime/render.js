@@ -100,6 +100,8 @@ methods.show = function (result, how) {
   this.setNotice([result.notice, this.stickyNotice, this.movedNotice].filter(Boolean).join(" "));
   this.spec.params.forEach(function (p) { if (p.type === "text") self.updateCount(p); });
   this.root.dataset.source = how.precomputed ? "precomputed" : "live";
+  if (how.precomputed === "offline") this.serverAnswers(false, how.why);
+  else if (!how.precomputed) this.serverAnswers(true);
   if (how.precomputed === "built") {
     this.status.textContent = "computed when the book was built. Move a control to " +
       "recompute it live.";
