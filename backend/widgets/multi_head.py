@@ -212,7 +212,9 @@ def compute(params: dict) -> dict:
     mha, mha_cfg, x, y_mha, w_mha, kv_mha = _multi_head(h, d)
     cfg = config_for(h, n_kv, d)
     layer = mean_pool_kv(mha, mha_cfg, n_kv)
-    y, w = run_layer(layer, x, cfg)
+    # Groups of one pool nothing: the layer is the multi-head one, so its output is too (run
+    # again from copied weights, BLAS may sum in another order and differ in the last bit).
+    y, w = (y_mha, w_mha) if n_kv == h else run_layer(layer, x, cfg)
     kv = kv_bytes_per_token(layer, x, cfg)
     maps = w[0]  # (h, T, T)
     groups = [i // cfg.n_rep for i in range(h)]  # repeat_kv: KV head j serves heads j*n_rep..
