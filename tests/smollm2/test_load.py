@@ -1,0 +1,79 @@
+"""SmolLM2-135M-Instruct in the book's own DecoderLM (backend/smollm2/load.py), held to something
+independent: transformers' own GGUF loader reads the same file into its LlamaForCausalLM. The
+dequantised weights must be the same numbers, and the two models the same function (float32:
+logits within 1e-4, attention weights within 1e-6, cached decoding too), on a trained model,
+where a wrong RoPE layout, K/V order or norm would show at once."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from backend.reference.llama_compare import hf_state_dict
+from backend.smollm2 import load
+
+PROMPT = "The river flows through the"
+
+
+@pytest.fixture(scope="module")
+def ours():
+    return load.model()
+
+
+@pytest.fixture(scope="module")
+def theirs():
+    from transformers import AutoModelForCausalLM
+
+    path = load.gguf_path()
+    return AutoModelForCausalLM.from_pretrained(
+        str(path.parent), gguf_file=path.name, dtype=torch.float32,
+        attn_implementation="eager").eval()
+
+
+def test_the_config_is_smollm2_135m(ours):
+    model, tok = ours
+    c = model.config
+    assert (c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.d_head, c.d_ff, c.vocab_size) == \
+        (30, 576, 9, 3, 64, 1536, 49152)
+    assert c.rope_theta == 100_000 and c.max_seq_len == 8192 and c.tie_embeddings
+    assert model.lm_head.weight is model.embed_tokens.weight
+    assert sum(p.numel() for p in model.parameters()) == 134_515_008
+    assert len(tok) == 49152
+
+
+def test_the_dequantised_weights_are_transformers_own(ours, theirs):
+    mine, hf = hf_state_dict(ours[0].state_dict()), theirs.state_dict()
+    assert set(mine) == set(hf)
+    for name, tensor in hf.items():
+        assert torch.equal(mine[name], tensor), name
+
+
+def test_logits_and_attention_equal_llama_for_causal_lm(ours, theirs):
+    model, tok = ours
+    ids = tok(PROMPT + " valley, past the old mill, and into the sea.", return_tensors="pt").input_ids
+    with torch.no_grad():
+        a = model(ids, output_attentions=True)
+        b = theirs(ids, output_attentions=True)
+    assert (a.logits - b.logits).abs().max() <= 1e-4
+    assert len(a.attentions) == 30
+    assert max((x - y).abs().max() for x, y in zip(a.attentions, b.attentions, strict=True)) <= 1e-6
+
+
+def test_cached_decoding_gives_the_full_forwards_logits_and_greedy_text(ours, theirs):
+    model, tok = ours
+    ids = tok(PROMPT, return_tensors="pt").input_ids
+    with torch.no_grad():
+        want = theirs.generate(ids, max_new_tokens=12, do_sample=False, top_k=None, top_p=None,
+                               temperature=None, pad_token_id=2)
+        cache = model.new_cache()
+        out = model(ids, cache=cache)
+        got = ids
+        for _ in range(12):
+            nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+            got = torch.cat([got, nxt], 1)
+            out = model(nxt, cache=cache)
+        full = theirs(got).logits[:, -1]
+    assert torch.equal(got, want)
+    assert (out.logits[:, -1] - full).abs().max() <= 1e-4
+    text = tok.decode(got[0, ids.shape[1]:])
+    assert text.split()  # words, decoded by the checkpoint's own tokenizer
