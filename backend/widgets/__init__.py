@@ -23,6 +23,7 @@ _MODULES = (  # in the order the book meets them
     "positions",
     "attention_map",
     "attention_sink",
+    "induction_lab",
     "mlp",
     "rmsnorm",
     "training_signal",
