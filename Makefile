@@ -68,10 +68,12 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-## bench: recorded, not asserted: slider-to-plot latency of every widget, in Chromium
+## bench: recorded, not asserted: slider-to-plot latency of every widget, in Chromium; first
+## paint on a throttled link; SmolLM2-135M's load, forward and cached step on this CPU
 bench: build $(VENV)/.dev-installed chromium
 	$(BIN)/python tests/benchmarks/slider_latency.py
 	$(BIN)/python tests/benchmarks/first_paint.py
+	$(BIN)/python tests/benchmarks/smollm2.py
 
 ## bench-load: recorded, not asserted: a lecture hall (50, 200, 500 readers behind one address)
 ## against gunicorn on loopback, ~3 minutes; LOAD_ARGS passes options (e.g. --duration 60,

@@ -15,6 +15,8 @@ import math
 import torch
 
 from backend.reference.induction import (
+    HIGH_ID,
+    LOW_ID,
     ablate_heads,
     copy_losses,
     head_scores,
@@ -102,6 +104,7 @@ def compute(params: dict) -> dict:
     values = {
         "n_tokens": n, "layers": L, "heads_per_layer": h, "heads": L * h,
         "uniform_loss": math.log(model.config.vocab_size),  # an even guess over the vocabulary
+        "token_ids": [LOW_ID, HIGH_ID - 1],
         "loss_first": first, "loss_second": second,
         "loss_first_ablated": first_a, "loss_second_ablated": second_a,
         "top_induction": {"layer": top[0], "head": top[1], "score": float(ind.max())},
@@ -135,8 +138,9 @@ def _figure(params, shown, chosen, clean_pos, ablated_pos, n) -> dict:
         "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{label} score %{{z:.2f}}<extra></extra>",
     }]
     if chosen:
+        picked = "knocked out (drawn at random)" if params["rank"] == "random" else "knocked out"
         data.append({"type": "scatter", "mode": "markers", "x": [c[1] for c in chosen],
-                     "y": [c[0] for c in chosen], "name": "knocked out", "xaxis": "x",
+                     "y": [c[0] for c in chosen], "name": picked, "xaxis": "x",
                      "yaxis": "y", "marker": {"symbol": "x", "size": 9,
                                               "color": COLORS["unscaled"]},
                      "hovertemplate": "knocked out: layer %{y}, head %{x}<extra></extra>"})
@@ -144,28 +148,33 @@ def _figure(params, shown, chosen, clean_pos, ablated_pos, n) -> dict:
     data.append({"type": "scatter", "mode": "lines", "x": pos, "y": clean_pos,
                  "name": "loss, every head", "xaxis": "x2", "yaxis": "y2",
                  "line": {"color": COLORS["scaled"]},
-                 "hovertemplate": "token %{x}: %{y:.2f} nats<extra></extra>"})
+                 "hovertemplate": "every head · token %{x}: %{y:.2f} nats<extra></extra>"})
     if ablated_pos is not None:
         data.append({"type": "scatter", "mode": "lines", "x": pos, "y": ablated_pos,
                      "name": f"loss, {len(chosen)} knocked out", "xaxis": "x2", "yaxis": "y2",
                      "line": {"color": COLORS["unscaled"]},
-                     "hovertemplate": "token %{x}: %{y:.2f} nats<extra></extra>"})
+                     "hovertemplate": f"{len(chosen)} knocked out · token %{{x}}: %{{y:.2f}} nats"
+                                      "<extra></extra>"})
     layout = base_layout(
         height=460,
         title={"text": f"{label.capitalize()} score of each head · loss on each token"},
         xaxis={"domain": [0, 0.36], "title": {"text": "head"}, "dtick": 1},
         yaxis={"title": {"text": "layer"}, "autorange": "reversed", "dtick": 5},
-        xaxis2={"domain": [0.5, 1], "anchor": "y2", "title": {"text": "token position"}},
+        xaxis2={"domain": [0.5, 1], "anchor": "y2",
+                "title": {"text": "predicted token (1 = the first random one)"}},
         yaxis2={"anchor": "x2", "title": {"text": "loss (nats)"}, "rangemode": "tozero"},
-        shapes=[{"type": "line", "xref": "x2", "yref": "paper", "x0": n + 0.5, "x1": n + 0.5,
+        # drawn in the loss panel's own coordinates, so they stay there when a phone stacks it
+        shapes=[{"type": "line", "xref": "x2", "yref": "y2 domain", "x0": n + 0.5, "x1": n + 0.5,
                  "y0": 0, "y1": 1, "line": {"dash": "dot", "color": COLORS["guide"]}}],
-        annotations=[{"xref": "x2", "yref": "paper", "x": n + 0.5, "y": 1.02, "showarrow": False,
-                      "text": "second copy →", "xanchor": "left"}],
+        annotations=[{"xref": "x2", "yref": "y2 domain", "x": n + 0.5, "y": 1.0,
+                      "yanchor": "bottom", "showarrow": False, "text": "second copy →",
+                      "xanchor": "left"}],
     )
-    # a phone stacks the two panels
-    narrow = {"height": 760, "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.58, 1]},
+    # a phone stacks the two panels, the colour bar beside the heatmap
+    narrow = {"height": 760, "xaxis": {"domain": [0, 0.86]}, "yaxis": {"domain": [0.58, 1]},
               "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.4]}}
-    return {"data": data, "layout": layout, "narrow": narrow}
+    narrow_traces = [{"colorbar": {"x": 0.9, "y": 0.79, "len": 0.42, "thickness": 12}}]
+    return {"data": data, "layout": layout, "narrow": narrow, "narrow_traces": narrow_traces}
 
 
 def _summary(params, v) -> str:

@@ -66,19 +66,23 @@ def test_one_head_already_raises_the_loss_and_more_heads_raise_it_further():
         run(ablate=4)["loss_second_ablated"]
 
 
-def test_previous_token_heads_matter_even_more_and_sit_in_an_earlier_layer():
-    """'The previous-token heads matter even more'; 'in an earlier layer'"""
+def test_previous_token_heads_matter_even_more_and_the_strongest_sits_below():
+    """'The previous-token heads matter even more' (the table's seed); 'The strongest ... sits
+    below the strongest induction head'"""
     v = run()
     assert run(ablate=4, rank="previous_token")["loss_second_ablated"] > \
         run(ablate=4)["loss_second_ablated"]
     assert v["top_previous"]["layer"] < v["top_induction"]["layer"]
 
 
-@pytest.mark.parametrize("seed", range(6))
+SEEDS = range(11)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
 def test_across_seeds_the_strongest_heads_stay_and_the_knock_out_beats_a_random_one(seed):
-    """'Try other random tokens (seed): the numbers move, the strongest heads stay the same.'
-    and the section's causal claim at every seed: the induction heads' knock-out raises the
-    second copy's loss more than as many random heads'."""
+    """'the losses move a lot ..., but the strongest induction head and the strongest
+    previous-token head stay the same heads'; '(at other seeds a random draw moves it more,
+    even down, but never as far up as the four strongest induction heads do)'"""
     base, v = run(), run(seed=seed)
     assert (v["top_induction"]["layer"], v["top_induction"]["head"]) == \
         (base["top_induction"]["layer"], base["top_induction"]["head"])
@@ -88,8 +92,23 @@ def test_across_seeds_the_strongest_heads_stay_and_the_knock_out_beats_a_random_
         run(seed=seed, ablate=4, rank="random")["loss_second_ablated"]
 
 
-def test_longer_copies_are_copied_less_well():
-    """'at 100 tokens the second copy costs ... and the strongest induction score falls'"""
-    short, long = run(), run(n_tokens=100)
-    assert long["loss_second"] > short["loss_second"]
-    assert long["top_induction_score"] < short["top_induction_score"]
+def test_a_random_draw_can_even_lower_the_loss_and_the_losses_move_a_lot():
+    """'even down'; 'the losses move a lot (at some seeds the model copies poorly)'"""
+    assert any(run(seed=s, ablate=4, rank="random")["loss_second_ablated"] <
+               run(seed=s)["loss_second"] for s in SEEDS)
+    second = [run(seed=s)["loss_second"] for s in SEEDS]
+    assert max(second) > 2 * min(second)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_longer_copies_cost_more_at_every_seed(seed):
+    """'It costs more at every seed we tried, by very different amounts'"""
+    assert run(seed=seed, n_tokens=100)["loss_second"] > run(seed=seed)["loss_second"]
+
+
+def test_the_tokens_are_drawn_from_the_ids_the_text_names():
+    from backend.reference.induction import repeated_random_tokens
+
+    lo, hi = run()["token_ids"]
+    ids = repeated_random_tokens(200, 0)[0, 1:]
+    assert lo <= int(ids.min()) and int(ids.max()) <= hi

@@ -16,18 +16,22 @@ methods.draw = function () {
   function plot(Plotly) {
     if (self.shown !== result) return;  // a newer result arrived meanwhile
     var t0 = performance.now();
-    var layout = Object.assign({}, fig.layout);
+    var layout = Object.assign({}, fig.layout), data = fig.data;
     var narrow = self.width && self.width < NARROW_PX;
     if (narrow) {
-      // A figure may carry a patch for phone screens (e.g. stack side-by-side panels).
+      // A figure may carry a patch for phone screens (e.g. stack side-by-side panels), and
+      // one per trace for what lives on a trace (a heatmap's colour bar).
       layout = merge(layout, fig.narrow || {});
       layout.margin = Object.assign({}, layout.margin, { l: 45, r: 5 });
+      if (fig.narrow_traces) {
+        data = data.map(function (trace, i) { return merge(trace, fig.narrow_traces[i] || {}); });
+      }
     }
     // The width we know, so plotly.js need not measure the page.
     layout.autosize = false;
     if (self.plotWidth) layout.width = self.plotWidth;
     if (!layout.height) layout.height = 450;
-    var t = themed(fig.data, layout);
+    var t = themed(data, layout);
     if (COARSE) still(t.layout);
     if (self.plot.textContent && !self.plot.classList.contains("js-plotly-plot")) {
       self.plot.textContent = "";
