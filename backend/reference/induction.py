@@ -37,22 +37,28 @@ def repeated_random_tokens(n: int, seed: int) -> torch.Tensor:
 def head_scores(attentions: Sequence[torch.Tensor], n: int) -> dict[str, torch.Tensor]:
     """Each head's induction and previous-token score, (L, h) each, from the attention
     weights of one sequence from `repeated_random_tokens` (per layer (1, h, T, T))."""
-    A = torch.stack([a[0] for a in attentions]).float()  # (L, h, T, T)
     j = torch.arange(n)
-    # the j-th token of the second copy sits at 1 + n + j; the same token in the first copy
-    # at 1 + j, so what followed it there is at 2 + j
-    induction = A[:, :, 1 + n + j, 2 + j].mean(-1)
-    rows = torch.arange(2, A.shape[-1])  # every token but the first two has a word before it
-    previous = A[:, :, rows, rows - 1].mean(-1)
-    return {"induction": induction, "previous_token": previous}
+    rows = torch.arange(2, attentions[0].shape[-1])  # every token after the first word
+    induction, previous = [], []
+    for a in attentions:  # one layer at a time: (h, T, T)
+        A = a[0].float()
+        # the j-th token of the second copy sits at 1 + n + j; the same token in the first
+        # copy at 1 + j, so what followed it there is at 2 + j
+        induction.append(A[:, 1 + n + j, 2 + j].mean(-1))
+        previous.append(A[:, rows, rows - 1].mean(-1))
+    return {"induction": torch.stack(induction), "previous_token": torch.stack(previous)}
 # --8<-- [end:scores]
 
 
-def copy_losses(logits: torch.Tensor, ids: torch.Tensor, n: int) -> tuple[float, float]:
-    """Mean next-token loss (nats) on the first copy and on the second, each copy's first token
-    left out (nothing before it predicts it, in either copy)."""
-    logp = torch.log_softmax(logits[0, :-1].float(), dim=-1)  # position t predicts token t + 1
-    nll = -logp.gather(1, ids[0, 1:, None])[:, 0]  # nll[t - 1]: the loss on token t
+def token_losses(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """(T - 1,): the loss (nats) on each token from the second on: position t predicts t + 1."""
+    logp = torch.log_softmax(logits[0, :-1].float(), dim=-1)
+    return -logp.gather(1, ids[0, 1:, None])[:, 0]
+
+
+def copy_losses(nll: torch.Tensor, n: int) -> tuple[float, float]:
+    """Mean loss on the first copy and on the second, from `token_losses` (nll[t - 1] is the
+    loss on token t), each copy's first token left out: nothing before it predicts it."""
     first = nll[1:n].mean()  # tokens 2 .. n
     second = nll[n + 1: 2 * n].mean()  # tokens n + 2 .. 2n
     return float(first), float(second)

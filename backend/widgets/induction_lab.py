@@ -21,6 +21,7 @@ from backend.reference.induction import (
     copy_losses,
     head_scores,
     repeated_random_tokens,
+    token_losses,
 )
 from backend.widgets.spec import Output, Param, WidgetSpec, seed_param
 from backend.widgets.style import COLORS, base_layout
@@ -83,7 +84,10 @@ def compute(params: dict) -> dict:
     ids = repeated_random_tokens(n, params["seed"])
     with torch.no_grad():
         clean = model(ids, output_attentions=True)
-    scores = head_scores(clean.attentions, n)  # {"induction": (L, h), "previous_token": (L, h)}
+        # {"induction": (L, h), "previous_token": (L, h)}; the maps themselves are let go
+        scores = head_scores(clean.attentions, n)
+        nll = token_losses(clean.logits, ids)
+        del clean
     L, h = scores["induction"].shape
     if params["rank"] == "random":
         gen = torch.Generator().manual_seed(params["seed"])
@@ -91,14 +95,14 @@ def compute(params: dict) -> dict:
     else:
         order = torch.argsort(scores[params["rank"]].flatten(), descending=True, stable=True)
     chosen = [(int(i) // h, int(i) % h) for i in order[:k]]
-    first, second = copy_losses(clean.logits, ids, n)
+    first, second = copy_losses(nll, n)
+    nll_ablated = None
     if chosen:
         with torch.no_grad(), ablate_heads(model, chosen, params["ablation"], ids):
-            knocked = model(ids)
-        first_a, second_a = copy_losses(knocked.logits, ids, n)
-        per_pos_ablated = _per_position(knocked.logits, ids)
+            nll_ablated = token_losses(model(ids).logits, ids)
+        first_a, second_a = copy_losses(nll_ablated, n)
     else:
-        first_a, second_a, per_pos_ablated = first, second, None
+        first_a, second_a = first, second
     ind, prev = scores["induction"], scores["previous_token"]
     top = divmod(int(torch.argmax(ind)), h)
     values = {
@@ -118,14 +122,10 @@ def compute(params: dict) -> dict:
         "previous_scores": prev.tolist(),
     }
     shown = scores["induction" if params["rank"] == "random" else params["rank"]]
-    return {"values": values, "figure": _figure(params, shown, chosen, _per_position(
-        clean.logits, ids), per_pos_ablated, n),
-            "summary": _summary(params, values), "table": _table(values)}
-
-
-def _per_position(logits, ids) -> list[float]:
-    logp = torch.log_softmax(logits[0, :-1].float(), dim=-1)
-    return (-logp.gather(1, ids[0, 1:, None])[:, 0]).tolist()
+    figure = _figure(params, shown, chosen, nll.tolist(),
+                     None if nll_ablated is None else nll_ablated.tolist(), n)
+    return {"values": values, "figure": figure, "summary": _summary(params, values),
+            "table": _table(values)}
 
 
 def _figure(params, shown, chosen, clean_pos, ablated_pos, n) -> dict:

@@ -23,8 +23,9 @@ from tests.support.server import serve
 MiB = 2**20
 WORKERS = 2
 # README, "Memory": the whole server, gunicorn's master and 2 workers with every model loaded
-# and every widget at its largest, stays under 2 GiB of PSS (measured: README).
-BOUND_MIB = 2048
+# (SmolLM2's 538 MB of weights among them, shared by the workers) and every widget at its
+# largest, stays under 2.5 GiB of PSS (measured: README).
+BOUND_MIB = 2560
 
 
 def _sizes(tree) -> tuple[int, int]:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from backend.reference.config import ModelConfig
-from backend.reference.induction import ablate_heads, copy_losses, head_scores
+from backend.reference.induction import ablate_heads, copy_losses, head_scores, token_losses
 from backend.reference.model import DecoderLM
 from backend.reference.rng import isolated_rng
 
@@ -89,6 +89,6 @@ def test_copy_losses_leave_each_copys_first_token_out():
     logits = torch.zeros(1, 9, 16)
     for t, token in ((5, 8), (6, 9), (7, 10)):  # positions 5..7 predict tokens 6..8 surely
         logits[0, t, token] = 50.0
-    first, second = copy_losses(logits, ids, n)
+    first, second = copy_losses(token_losses(logits, ids), n)
     assert first == pytest.approx(torch.log(torch.tensor(16.0)).item())
     assert second < 1e-6
