@@ -27,8 +27,9 @@ from backend.widgets.spec import Output, Param, WidgetSpec, seed_param
 from backend.widgets.style import COLORS, base_layout
 
 RANKS = ("induction", "previous_token", "random")
-RANK_LABELS = ("strongest induction heads", "strongest previous-token heads",
-               "heads drawn at random (a control)")
+RANK_LABELS = ("top induction", "top previous-token", "random (a control)")  # the menu
+RANK_WORDS = ("strongest induction heads", "strongest previous-token heads",
+              "heads drawn at random (a control)")  # the summary
 MAX_ABLATE = 30
 
 SPEC = WidgetSpec(
@@ -134,7 +135,7 @@ def _figure(params, shown, chosen, clean_pos, ablated_pos, n) -> dict:
     data = [{
         "type": "heatmap", "z": shown.tolist(), "x": list(range(h)), "y": list(range(L)),
         "zmin": 0, "zmax": 1, "colorscale": "Blues", "xaxis": "x", "yaxis": "y",
-        "colorbar": {"title": {"text": "score"}, "len": 0.9, "x": 0.4},
+        "colorbar": {"title": {"text": "score"}, "len": 0.9, "x": 0.37, "thickness": 12},
         "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{label} score %{{z:.2f}}<extra></extra>",
     }]
     if chosen:
@@ -158,9 +159,9 @@ def _figure(params, shown, chosen, clean_pos, ablated_pos, n) -> dict:
     layout = base_layout(
         height=460,
         title={"text": f"{label.capitalize()} score of each head · loss on each token"},
-        xaxis={"domain": [0, 0.36], "title": {"text": "head"}, "dtick": 1},
+        xaxis={"domain": [0, 0.33], "title": {"text": "head"}, "dtick": 1},
         yaxis={"title": {"text": "layer"}, "autorange": "reversed", "dtick": 5},
-        xaxis2={"domain": [0.5, 1], "anchor": "y2",
+        xaxis2={"domain": [0.54, 1], "anchor": "y2",
                 "title": {"text": "predicted token (1 = the first random one)"}},
         yaxis2={"anchor": "x2", "title": {"text": "loss (nats)"}, "rangemode": "tozero"},
         # drawn in the loss panel's own coordinates, so they stay there when a phone stacks it
@@ -171,7 +172,8 @@ def _figure(params, shown, chosen, clean_pos, ablated_pos, n) -> dict:
                       "xanchor": "left"}],
     )
     # a phone stacks the two panels, the colour bar beside the heatmap
-    narrow = {"height": 760, "xaxis": {"domain": [0, 0.86]}, "yaxis": {"domain": [0.58, 1]},
+    narrow = {"height": 760, "title": {"text": f"{label.capitalize()} scores · loss"},
+              "xaxis": {"domain": [0, 0.86]}, "yaxis": {"domain": [0.58, 1]},
               "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.4]}}
     narrow_traces = [{"colorbar": {"x": 0.9, "y": 0.79, "len": 0.42, "thickness": 12}}]
     return {"data": data, "layout": layout, "narrow": narrow, "narrow_traces": narrow_traces}
@@ -184,7 +186,7 @@ def _summary(params, v) -> str:
              f"{v['loss_second']:.2f} on the second. Its strongest induction head is layer "
              f"{t['layer']}, head {t['head']} (score {t['score']:.2f}).")
     if params["ablate"]:
-        which = dict(zip(RANKS, RANK_LABELS, strict=True))[params["rank"]]
+        which = dict(zip(RANKS, RANK_WORDS, strict=True))[params["rank"]]
         words += (f" With the {params['ablate']} {which} knocked out ({params['ablation']}), "
                   f"the second copy's loss is {v['loss_second_ablated']:.2f} and the first's "
                   f"{v['loss_first_ablated']:.2f}.")
