@@ -117,7 +117,9 @@ def _warm(log, REGISTRY, demand) -> None:
                 # a measured widget takes the host-wide timing lock: warming it in the
                 # background would make the first readers' timings wait for it (and 503)
                 continue
-            for params in ([spec.defaults()] if hint == "light" else spec.bake_points()):
+            points = [spec.defaults()] if hint == "light" else [
+                p for p in spec.bake_points() if spec.warm is True or spec.warm(p)]
+            for params in points:
                 demand.wait_idle(WARM_YIELD_MAX_S, WARM_QUIET_S)  # readers first
                 try:
                     module.compute(params)

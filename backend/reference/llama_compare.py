@@ -124,9 +124,12 @@ class ParityReport:
 # --8<-- [start:compare]
 @torch.no_grad()
 def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 2,
-            fault: str = "none", dtype: torch.dtype = torch.float32) -> ParityReport:
-    """Run both models on the same random tokens; return the measured differences."""
-    ours, theirs = build_pair(config, seed, fault, dtype)
+            fault: str = "none", dtype: torch.dtype = torch.float32, pair=None,
+            tolerance: float = LOGIT_TOLERANCE) -> ParityReport:
+    """Run both models on the same random tokens; return the measured differences. `pair`:
+    the two models already holding the same (trained) weights, else seeded random ones;
+    `tolerance`: on the logits (a trained model's are larger, and so is their rounding)."""
+    ours, theirs = pair or build_pair(config, seed, fault, dtype)
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, config.vocab_size, (batch, seq_len), generator=gen)
     with layer_outputs(ours.layers) as ha, layer_outputs(theirs.model.layers) as hb:
@@ -158,14 +161,14 @@ def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 
     attn_diff = max(attn_diff, *((x.float() - y.float()).abs()[real[:, None, :, None].expand_as(x)].max().item()
                                  for x, y in zip(pa.attentions, pb.attentions)))
 
-    ok = (max(logit_diff, cached_diff, padded_diff) <= LOGIT_TOLERANCE and loss_diff <= LOSS_TOLERANCE
+    ok = (max(logit_diff, cached_diff, padded_diff) <= tolerance and loss_diff <= LOSS_TOLERANCE
           and attn_diff <= ATTENTION_TOLERANCE)
     return ParityReport(
         config=config.to_dict(), seed=seed, seq_len=seq_len, batch=batch,
         n_params=count_parameters(config).total, hf_n_params=sum(p.numel() for p in theirs.parameters()),
         loss=a.loss.item(), hf_loss=b.loss.item(), abs_loss_diff=loss_diff,
         max_abs_attention_diff=attn_diff, max_abs_cached_logit_diff=cached_diff,
-        max_abs_padded_logit_diff=padded_diff, tolerance=LOGIT_TOLERANCE,
+        max_abs_padded_logit_diff=padded_diff, tolerance=tolerance,
         attention_tolerance=ATTENTION_TOLERANCE, ok=ok, fault=fault, dtype=str(dtype).removeprefix("torch."),
         position_logit_diff=gap.amax(dim=(0, 2)).tolist(), position_argmax_changed=changed.tolist(),
         layer_hidden_diff=layer_diff, max_abs_logit_diff=logit_diff,

@@ -176,3 +176,39 @@ def model():
     """(DecoderLM, tokenizer), converted once per process."""
     with _LOCK:
         return _loaded()
+
+
+def state() -> dict[str, torch.Tensor]:
+    """The weights `model()` holds, by the book's names (the head is the embedding)."""
+    return {k: v for k, v in model()[0].state_dict().items() if k != "lm_head.weight"}
+
+
+def with_fault(fault: str) -> DecoderLM:
+    """The book's model on SmolLM2's weights with one piece broken on purpose (the parity
+    widget's faults): a module of its own, holding the very tensors `model()` holds."""
+    config = model()[0].config
+    with torch.device("meta"):
+        broken = DecoderLM(config, fault)
+    broken.load_state_dict(state(), strict=False, assign=True)
+    broken.lm_head.weight = broken.embed_tokens.weight
+    return broken.eval().requires_grad_(False)
+
+
+@lru_cache(maxsize=1)
+def llama():
+    """transformers' LlamaForCausalLM holding the same tensors as `model()`, built once."""
+    from backend.hf_import import LOCK
+    from backend.reference.llama_compare import hf_config, hf_state_dict
+
+    with LOCK:
+        from transformers import LlamaForCausalLM
+        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    config = hf_config(model()[0].config)
+    with torch.device("meta"):
+        hf = LlamaForCausalLM(config)
+    hf.load_state_dict(hf_state_dict(state()), strict=False, assign=True)
+    hf.tie_weights()
+    hf.model.rotary_emb = LlamaRotaryEmbedding(config=config)  # its frequencies, on the CPU
+    if any(t.is_meta for t in [*hf.parameters(), *hf.buffers()]):
+        raise ModelUnavailable(f"{NAME}: transformers' Llama kept tensors with no values")
+    return hf.eval().requires_grad_(False)

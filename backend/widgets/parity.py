@@ -15,6 +15,7 @@ the budget, on the page and in the API), so one request answers in about a secon
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 
@@ -37,12 +38,18 @@ from backend.widgets.spec import (
     Param,
     ParamError,
     WidgetSpec,
-    dtype_param,
     seed_param,
 )
 from backend.widgets.style import COLORS, SERIES
 
 MAX_PARAMS = 1_000_000  # two float32 copies and a 64-token batch: about a second on one CPU core
+# The trained model's logits reach tens: float32 summed over 30 layers in another order (the
+# cache's one token at a time) differs by about 6e-5 there, so its tolerance is 1e-4.
+TRAINED_LOGIT_TOLERANCE = 1e-4
+MODELS = ("random", "smollm2")
+# the size controls describe a random model; the trained one has its own
+FOR_RANDOM = Depends("model", {"smollm2": {"disabled": True,
+                                           "note": "SmolLM2-135M has its own sizes"}})
 FLOOR = 1e-10  # where an exact 0 is drawn on the log axis
 WIDTHS = range(16, 257, 16)  # the width slider's values
 HEADS = range(1, 17)  # the query-head slider's values
@@ -90,33 +97,41 @@ SPEC = WidgetSpec(
     description="The book's DecoderLM and transformers' LlamaForCausalLM with the same random "
                 "weights, run on the same tokens: the largest differences, measured.",
     params=(
-        Param("n_layers", "layers L", "int", default=2, min=1, max=4, step=1, limits=(BUDGET,)),
+        Param("model", "weights", "choice", default="random", options=MODELS,
+              option_labels=("random, of the sizes below", "SmolLM2-135M, trained"),
+              help="random: both models get the same seeded random weights, at the sizes the "
+                   "controls below set. SmolLM2-135M: both hold the trained model's weights "
+                   "(float32), so a broken piece shows on a model that writes real text."),
+        Param("n_layers", "layers L", "int", default=2, min=1, max=4, step=1, limits=(BUDGET,), depends=(FOR_RANDOM,)),
         Param("d_model", "width d_model", "int", default=64, min=16, max=256, step=16,
-              limits=(BUDGET,)),
+              limits=(BUDGET,), depends=(FOR_RANDOM,)),
         Param("n_heads", "query heads h", "int", default=8, min=1, max=16, step=1,
               help="Must divide d_model, and d_model / h must be even (RoPE rotates pairs).",
               depends=(Depends("d_model", {d: {"allowed": head_counts(d),
                                                "note": "h must divide it and d_model / h must be even"}
-                                           for d in WIDTHS}),)),
+                                           for d in WIDTHS}), FOR_RANDOM)),
         Param("n_kv", "key/value heads", "int", default=2, min=1, max=16, step=1,
               help="Must divide the number of query heads (1 = multi-query attention).",
               depends=(Depends("n_heads", {h: {"allowed": kv_counts(h), "note": "it must divide them"}
-                                           for h in HEADS}),), limits=(BUDGET,)),
+                                           for h in HEADS}), FOR_RANDOM), limits=(BUDGET,)),
         Param("d_ff", "MLP width d_ff", "int", default=172, min=8, max=1024, step=4,
-              limits=(BUDGET,)),
+              limits=(BUDGET,), depends=(FOR_RANDOM,)),
         Param("vocab", "vocabulary |Σ|", "int", default=512, min=16, max=4096, step=16,
-              limits=(BUDGET,)),
+              limits=(BUDGET,), depends=(FOR_RANDOM,)),
         Param("rope_theta", "RoPE base θ", "float", default=10000.0, min=100.0, max=1_000_000.0,
-              step=100.0),
-        Param("tied", "tie the LM head to the embedding", "bool", default=False),
+              step=100.0, depends=(FOR_RANDOM,)),
+        Param("tied", "tie the LM head to the embedding", "bool", default=False,
+              depends=(FOR_RANDOM,)),
         Param("seq_len", "tokens T", "int", default=16, min=2, max=64, step=1),
         seed_param(999, label="seed (weights and tokens)"),
         Param("fault", "break one piece", "choice", default="none", options=FAULTS,
               help="none; rope_layout: RoPE rotates adjacent pairs instead of rotate-half; "
                    "norm_upcast: RMSNorm computed in the input dtype; repeat_kv: K/V heads tiled "
                    "in the wrong order; causal_mask: every position sees the future."),
-        dtype_param(DTYPES, "float32", label="number format",
-                    help="Both models' weights and activations."),
+        Param("dtype", "number format", "choice", default="float32", options=tuple(DTYPES),
+              help="Both models' weights and activations.",
+              depends=(Depends("model", {"smollm2": {
+                  "allowed": ("float32",), "note": "the trained model is compared in float32"}}),)),
     ),
     outputs=(
         Output("max_abs_logit_diff", "largest |Δ logit|", ".1e"),
@@ -127,11 +142,14 @@ SPEC = WidgetSpec(
     ),
     bake=({"n_kv": 8}, {"n_kv": 1}, {"tied": True}, {"seq_len": 64},
           *({"fault": f} for f in FAULTS[1:]), {"dtype": "bfloat16"},
-          {"dtype": "bfloat16", "fault": "norm_upcast"}),
+          {"dtype": "bfloat16", "fault": "norm_upcast"},
+          *({"model": "smollm2", "fault": f} for f in FAULTS)),
     cost_hint="heavy",
+    warm=lambda point: point["model"] == "random",
 )
 
 LABELS = {p.name: p.label for p in SPEC.params}
+_TRAINED_LOCK = threading.Lock()
 
 
 def config_of(params: dict) -> ModelConfig:
@@ -152,14 +170,25 @@ def config_of(params: dict) -> ModelConfig:
 
 
 def compute(params: dict) -> dict:
-    cfg = config_of(params)
     fault, dtype = params["fault"], params["dtype"]
+    trained = params["model"] == "smollm2"
     with HF_IMPORT_LOCK:  # transformers resolves names lazily; not safe from two threads
         import transformers
         # its warnings are for a developer, not the server's log (set here, not in os.environ:
         # the oracle only builds models from a config, so nothing is ever downloaded)
         transformers.logging.set_verbosity_error()
-    r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"], fault=fault, dtype=DTYPES[dtype])
+    if trained:
+        from backend.smollm2 import load
+
+        cfg = load.model()[0].config
+        with _TRAINED_LOCK:  # the Llama side is built once and shared: one comparison at a time
+            r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"], fault=fault,
+                        pair=(load.with_fault(fault), load.llama()),
+                        tolerance=TRAINED_LOGIT_TOLERANCE)
+    else:
+        cfg = config_of(params)
+        r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"], fault=fault,
+                    dtype=DTYPES[dtype])
 
     per_pos, per_layer, changed = r.position_logit_diff, r.layer_hidden_diff, r.position_argmax_changed
     over = [t for t, g in enumerate(per_pos) if g > LOGIT_TOLERANCE]
@@ -171,7 +200,8 @@ def compute(params: dict) -> dict:
         "abs_loss_diff": r.abs_loss_diff,
         "loss": r.loss, "hf_loss": r.hf_loss,
         "n_params": r.n_params, "hf_n_params": r.hf_n_params,
-        "logit_tolerance": LOGIT_TOLERANCE, "attention_tolerance": ATTENTION_TOLERANCE,
+        "logit_tolerance": r.tolerance, "attention_tolerance": ATTENTION_TOLERANCE,
+        "model": params["model"],
         "loss_tolerance": LOSS_TOLERANCE, "max_params": MAX_PARAMS,
         "ok": r.ok, "transformers_version": transformers.__version__,
         "uniform_loss": math.log(cfg.vocab_size),
@@ -192,10 +222,10 @@ def compute(params: dict) -> dict:
 
 
 def _bars(r) -> list[tuple[str, float, float]]:
-    return [("logits", r.max_abs_logit_diff, LOGIT_TOLERANCE),
+    return [("logits", r.max_abs_logit_diff, r.tolerance),
             ("attention weights", r.max_abs_attention_diff, ATTENTION_TOLERANCE),
-            ("cached decode", r.max_abs_cached_logit_diff, LOGIT_TOLERANCE),
-            ("left-padded", r.max_abs_padded_logit_diff, LOGIT_TOLERANCE),
+            ("cached decode", r.max_abs_cached_logit_diff, r.tolerance),
+            ("left-padded", r.max_abs_padded_logit_diff, r.tolerance),
             ("loss", r.abs_loss_diff, LOSS_TOLERANCE)]
 
 
@@ -207,7 +237,7 @@ def _figure(params, r, v, hf_version) -> dict:
     changed = [t for t in pos if r.position_argmax_changed[t]]
     y = [max(g, FLOOR) for g in r.position_logit_diff]
     text = ["0 (identical)" if g == 0 else f"{g:.1e}" for g in r.position_logit_diff]
-    top = max([*r.position_logit_diff, *r.layer_hidden_diff, LOGIT_TOLERANCE])
+    top = max([*r.position_logit_diff, *r.layer_hidden_diff, r.tolerance])
     data = [
         {"type": "scatter", "mode": "lines+markers", "x": pos, "y": y, "text": text,
          "name": "|Δ logit| at each position", "line": {"color": SERIES[0], "width": 2},
@@ -215,7 +245,7 @@ def _figure(params, r, v, hf_version) -> dict:
         {"type": "scatter", "mode": "markers", "x": changed, "y": [y[t] for t in changed],
          "name": "top token changes", "marker": {"symbol": "x", "size": 11, "color": COLORS["unscaled"]},
          "hovertemplate": "position %{x}: the most likely next token differs<extra></extra>"},
-        {"type": "scatter", "mode": "lines", "x": [0, T - 1], "y": [LOGIT_TOLERANCE] * 2,
+        {"type": "scatter", "mode": "lines", "x": [0, T - 1], "y": [r.tolerance] * 2,
          "name": "tolerance", "line": {"color": COLORS["guide"], "dash": "dash"},
          "hovertemplate": "tolerance %{y:.0e}<extra></extra>"},
         {"type": "bar", "x": [f"layer {i}" for i in range(L)],
@@ -234,7 +264,8 @@ def _figure(params, r, v, hf_version) -> dict:
     yrange = [-10.5, max(-3.0, math.log10(top) + 0.5)]
     verdict = "all within tolerance" if r.ok else "outside tolerance"
     layout = {
-        "title": {"text": f"{BROKEN[params['fault']]}, {params['dtype']}: {verdict}"},
+        "title": {"text": ("SmolLM2-135M, " if params["model"] == "smollm2" else "")
+                  + f"{BROKEN[params['fault']]}, {params['dtype']}: {verdict}"},
         "xaxis": {"domain": [0, 0.62], "title": {"text": "position t"}},
         "yaxis": {"type": "log", "range": yrange, "title": {"text": "largest |difference|", "standoff": 8},
                   "exponentformat": "power", "automargin": True},
@@ -258,7 +289,8 @@ def _figure(params, r, v, hf_version) -> dict:
 
 
 def _summary(params, r, v) -> str:
-    head = (f"With the same {r.n_params:,} weights and {params['seq_len']} tokens in {params['dtype']}"
+    head = (("With SmolLM2-135M's" if params["model"] == "smollm2" else "With the same")
+            + f" {r.n_params:,} weights and {params['seq_len']} tokens in {params['dtype']}"
             + (f", and the book's model broken ({BROKEN[params['fault']]})" if params["fault"] != "none" else "")
             + f", the largest logit difference is {r.max_abs_logit_diff:.1e}")
     if r.ok:
@@ -284,6 +316,9 @@ def _why_no_effect(params, v) -> str:
         return ("The break does nothing here: with "
                 + ("one key/value head" if v["n_kv"] == 1 else "as many key/value heads as query heads")
                 + ", tiling and repeat_interleave put the heads in the same order.")
+    if fault == "norm_upcast" and params["model"] == "smollm2":
+        return ("The break does nothing in float32, and the trained model is compared in float32 "
+                "only: pick random weights and bfloat16 to see it.")
     if fault == "norm_upcast" and params["dtype"] == "float32":
         return ("The break does nothing in float32: upcasting float32 to float32 changes nothing; "
                 "switch the number format to bfloat16 to see it.")

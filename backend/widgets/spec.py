@@ -230,7 +230,9 @@ class WidgetSpec:
     # Whether gunicorn workers compute this widget's bake points at start (heavy widgets warm
     # in a background thread). Off for a widget whose every setting is baked into the page and
     # whose computation would cost every worker a long start.
-    warm: bool = True
+    # A function of a bake point instead warms only the points it accepts (the parity check
+    # warms its random models, not the trained one: that would load 538 MB into every worker).
+    warm: bool | Callable[[dict], bool] = True
     # Seconds the API's result cache may keep one answer; None: BOOK_CACHE_TTL_SECONDS (a day by
     # default). Measured widgets set a short one: a timing is of one moment on one machine.
     result_ttl: int | None = None

@@ -1,12 +1,12 @@
 """A downloaded notebook runs on a reader's laptop from the file and its own install lines
 (issue 33, item 2, UX review B3 and W4; issue 35, item 8): for each kind of notebook (plain
-PyTorch, the book's trained model, the MiniLM encoder), a fresh virtual environment is made
+PyTorch, the book's trained model, the MiniLM encoder, SmolLM2-135M), a fresh virtual environment is made
 from the lines its first cell prints and nothing else (plus nbclient, which stands in for the
 reader's Jupyter), and the notebook is executed there, offline but for the book's own server,
 from which the model's notebook downloads the weights and checks their SHA-256. Its last cell
 must hold the values the API answers for the same setting.
 
-Slow: three environments with torch (about 30 s each to install here)."""
+Slow: four environments with torch (about 30 s each to install here)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ KINDS = {  # a widget of each kind, at a setting that is not its default
     "plain": ("rmsnorm", {"offset": 8.0, "dtype": "float16"}),
     "book model": ("sampling", {"temperature": 0.7, "top_k": 5}),
     "MiniLM": ("attention_map", {"model": "minilm", "layer": 2, "average": False, "head": 3}),
+    "SmolLM2": ("induction_lab", {"n_tokens": 20, "ablate": 2}),
 }
 
 

@@ -92,3 +92,24 @@ def test_copy_losses_leave_each_copys_first_token_out():
     first, second = copy_losses(token_losses(logits, ids), n)
     assert first == pytest.approx(torch.log(torch.tensor(16.0)).item())
     assert second < 1e-6
+
+
+def test_a_knock_out_never_touches_the_model_other_threads_run():
+    """The hooks go on a module of the request's own: a clean answer computed while other
+    threads knock heads out (requests, the warm-up) is the clean answer computed alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from backend.smollm2.load import model
+    from backend.widgets import induction_lab as lab
+
+    clean = lab.SPEC.resolve({"n_tokens": 20})
+    alone = lab.compute(clean)["values"]["loss_second"]
+    with ThreadPoolExecutor(4) as pool:
+        knocks = [pool.submit(lab.compute, lab.SPEC.resolve({"n_tokens": 20, "ablate": 30}))
+                  for _ in range(3)]
+        got = [pool.submit(lab.compute, clean) for _ in range(3)]
+        assert [f.result()["values"]["loss_second"] for f in got] == [alone] * 3
+        for f in knocks:
+            f.result()
+    shared = model()[0]
+    assert not any(layer.attn.o_proj._forward_pre_hooks for layer in shared.layers)
