@@ -1,0 +1,50 @@
+"""The sentences of docs/chapters/llama.md's "On a trained model": the parity check on
+SmolLM2-135M's weights, asserted over the values the widget computes at the settings the text
+names. Thresholds are what the words mean ("nearly every position": at least 14 of 16;
+"whole logits, not rounding": over 1)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from backend.widgets import parity as PARITY
+
+
+@cache
+def values(**params):
+    return PARITY.compute(PARITY.SPEC.resolve({"model": "smollm2", **params}))["values"]
+
+
+def test_unbroken_the_logits_agree_exactly_and_the_cache_within_its_tolerance():
+    """'the full-forward logits still agree exactly'; 'differs ... by ..., more than on the small
+    random model'; 'so the tolerance here is 1e-4'"""
+    v = values()
+    random = PARITY.compute(PARITY.SPEC.resolve({}))["values"]
+    assert v["max_abs_logit_diff"] == 0.0 and v["ok"]
+    assert random["cached_vs_uncached_diff"] < v["cached_vs_uncached_diff"] <= v["logit_tolerance"]
+    assert v["logit_tolerance"] == 1e-4 and v["n_params"] == 134_515_008
+
+
+@pytest.mark.parametrize("fault", ["rope_layout", "repeat_kv"])
+def test_a_wrong_layout_or_kv_order_changes_the_top_token_nearly_everywhere(fault):
+    """'the differences are whole logits, not rounding: a wrong RoPE layout or K/V order changes
+    the most likely next token at nearly every position'"""
+    v = values(fault=fault)
+    assert v["max_abs_logit_diff"] > 1 and not v["ok"]
+    assert v["n_positions_argmax_changed"] >= v["n_positions"] - 2
+
+
+def test_without_the_mask_the_loss_is_lower_than_llamas():
+    """'the broken model's loss is *lower* than Llama's'"""
+    v = values(fault="causal_mask")
+    assert v["loss"] < v["hf_loss"] and v["max_abs_logit_diff"] > 1
+
+
+def test_the_upcast_changes_nothing_in_float32_and_bfloat16_is_refused():
+    """'The upcast still changes nothing in float32; the trained model is compared in float32
+    only.'"""
+    assert values(fault="norm_upcast")["max_abs_logit_diff"] == 0.0
+    with pytest.raises(Exception, match="float32"):
+        PARITY.SPEC.resolve({"model": "smollm2", "dtype": "bfloat16"})
