@@ -25,7 +25,6 @@ from backend.reference.counting import count_parameters
 from backend.reference.llama_compare import (
     ATTENTION_TOLERANCE,
     DECODE_STEPS,
-    LOGIT_TOLERANCE,
     LOSS_TOLERANCE,
     compare,
 )
@@ -43,13 +42,15 @@ from backend.widgets.spec import (
 from backend.widgets.style import COLORS, SERIES
 
 MAX_PARAMS = 1_000_000  # two float32 copies and a 64-token batch: about a second on one CPU core
-# The trained model's logits reach tens: float32 summed over 30 layers in another order (the
-# cache's one token at a time) differs by about 6e-5 there, so its tolerance is 1e-4.
-TRAINED_LOGIT_TOLERANCE = 1e-4
+# The trained model's logits reach tens (about 40 on random tokens): the cache's order of the
+# same float32 arithmetic, through 30 layers, moves them by 6e-5 at 16 tokens and 1.1e-4 at 64
+# (measured). 1e-3 is 2.5e-5 of the largest logit: rounding, where every break moves whole logits.
+TRAINED_LOGIT_TOLERANCE = 1e-3
 MODELS = ("random", "smollm2")
 # the size controls describe a random model; the trained one has its own
-FOR_RANDOM = Depends("model", {"smollm2": {"disabled": True,
-                                           "note": "SmolLM2-135M has its own sizes"}})
+FOR_RANDOM = Depends("model", {"smollm2": {
+    "disabled": True, "note": "SmolLM2-135M has its own: 30 layers, width 576, 9 query heads "
+                              "sharing 3 key/value heads, d_ff 1,536, 49,152 tokens, θ 100,000"}})
 FLOOR = 1e-10  # where an exact 0 is drawn on the log axis
 WIDTHS = range(16, 257, 16)  # the width slider's values
 HEADS = range(1, 17)  # the query-head slider's values
@@ -94,14 +95,15 @@ SPEC = WidgetSpec(
         "logits no longer agree within the tolerance."
     ),
     title="The book's model against Llama",
-    description="The book's DecoderLM and transformers' LlamaForCausalLM with the same random "
-                "weights, run on the same tokens: the largest differences, measured.",
+    description="The book's DecoderLM and transformers' LlamaForCausalLM with the same weights "
+                "(random, or SmolLM2-135M's), run on the same tokens: the largest differences, "
+                "measured.",
     params=(
         Param("model", "weights", "choice", default="random", options=MODELS,
               option_labels=("random, of the sizes below", "SmolLM2-135M, trained"),
               help="random: both models get the same seeded random weights, at the sizes the "
                    "controls below set. SmolLM2-135M: both hold the trained model's weights "
-                   "(float32), so a broken piece shows on a model that writes real text."),
+                   "(float32), so a broken piece shows on a model trained on real text."),
         Param("n_layers", "layers L", "int", default=2, min=1, max=4, step=1, limits=(BUDGET,), depends=(FOR_RANDOM,)),
         Param("d_model", "width d_model", "int", default=64, min=16, max=256, step=16,
               limits=(BUDGET,), depends=(FOR_RANDOM,)),
@@ -123,7 +125,8 @@ SPEC = WidgetSpec(
         Param("tied", "tie the LM head to the embedding", "bool", default=False,
               depends=(FOR_RANDOM,)),
         Param("seq_len", "tokens T", "int", default=16, min=2, max=64, step=1),
-        seed_param(999, label="seed (weights and tokens)"),
+        seed_param(999, label="seed (weights and tokens)",
+                   help="Which random weights and tokens; with SmolLM2-135M, the tokens only."),
         Param("fault", "break one piece", "choice", default="none", options=FAULTS,
               help="none; rope_layout: RoPE rotates adjacent pairs instead of rotate-half; "
                    "norm_upcast: RMSNorm computed in the input dtype; repeat_kv: K/V heads tiled "
@@ -191,7 +194,7 @@ def compute(params: dict) -> dict:
                     dtype=DTYPES[dtype])
 
     per_pos, per_layer, changed = r.position_logit_diff, r.layer_hidden_diff, r.position_argmax_changed
-    over = [t for t, g in enumerate(per_pos) if g > LOGIT_TOLERANCE]
+    over = [t for t, g in enumerate(per_pos) if g > r.tolerance]
     values = {
         "max_abs_logit_diff": r.max_abs_logit_diff,
         "max_abs_attention_diff": r.max_abs_attention_diff,

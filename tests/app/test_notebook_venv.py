@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -87,10 +88,22 @@ def test_a_downloaded_notebook_runs_in_a_venv_made_from_its_install_lines(live, 
         f"{live}/api/widgets/{name}", data=json.dumps(setting).encode(),
         headers={"Content-Type": "application/json"}), timeout=300).read())
     assert got["params"] == api["params"]
-    assert got["values"] == api["values"]
+    # float32 arithmetic on another thread count (the reader's kernel is not the server's
+    # worker) may differ in the last bits: the same values, to float32's precision
+    assert _close(got["values"], api["values"]), (got["values"], api["values"])
     if kind == "book model":  # downloaded next to the notebook, as its first cell says
         assert sorted(p.name for p in (folder / "book_weights").iterdir()) == \
             sorted(notebook.BOOK_WEIGHT_FILES)
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) or isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+    return a == b
 
 
 def test_a_weights_file_is_served_under_its_digest_only(client):

@@ -75,14 +75,14 @@ def test_previous_token_heads_matter_even_more_and_the_strongest_sits_below():
     assert v["top_previous"]["layer"] < v["top_induction"]["layer"]
 
 
-SEEDS = range(11)
+SEEDS = range(6)  # the seeds the text's "every seed we tried" names: 0 to 5
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_across_seeds_the_strongest_heads_stay_and_the_knock_out_beats_a_random_one(seed):
     """'the losses move a lot ..., but the strongest induction head and the strongest
-    previous-token head stay the same heads'; '(at other seeds a random draw moves it more,
-    even down, but never as far up as the four strongest induction heads do)'"""
+    previous-token head stay the same heads'; '(... at none of the seeds 0 to 5 as far up as
+    the four strongest induction heads do)'"""
     base, v = run(), run(seed=seed)
     assert (v["top_induction"]["layer"], v["top_induction"]["head"]) == \
         (base["top_induction"]["layer"], base["top_induction"]["head"])
@@ -92,17 +92,21 @@ def test_across_seeds_the_strongest_heads_stay_and_the_knock_out_beats_a_random_
         run(seed=seed, ablate=4, rank="random")["loss_second_ablated"]
 
 
-def test_a_random_draw_can_even_lower_the_loss_and_the_losses_move_a_lot():
-    """'even down'; 'the losses move a lot (at some seeds the model copies poorly)'"""
-    assert any(run(seed=s, ablate=4, rank="random")["loss_second_ablated"] <
-               run(seed=s)["loss_second"] for s in SEEDS)
+def test_a_random_draw_can_move_it_further_at_seed_5_even_down_and_the_losses_move_a_lot():
+    """'at other seeds a random draw can move it further, at seed 5 even down'; 'the losses move
+    a lot (at some seeds the model copies poorly)'"""
+    def moved(s):
+        return run(seed=s, ablate=4, rank="random")["loss_second_ablated"] - run(seed=s)["loss_second"]
+
+    assert any(abs(moved(s)) > abs(moved(0)) for s in SEEDS if s)
+    assert moved(5) < 0
     second = [run(seed=s)["loss_second"] for s in SEEDS]
     assert max(second) > 2 * min(second)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_longer_copies_cost_more_at_every_seed(seed):
-    """'It costs more at every seed we tried, by very different amounts'"""
+    """'It costs more at each of the seeds 0 to 5, by very different amounts'"""
     assert run(seed=seed, n_tokens=100)["loss_second"] > run(seed=seed)["loss_second"]
 
 

@@ -19,12 +19,12 @@ def values(**params):
 
 def test_unbroken_the_logits_agree_exactly_and_the_cache_within_its_tolerance():
     """'the full-forward logits still agree exactly'; 'differs ... by ..., more than on the small
-    random model'; 'so the tolerance here is 1e-4'"""
+    random model'; 'so the trained model's tolerance is 1e-3, not 1e-5'"""
     v = values()
     random = PARITY.compute(PARITY.SPEC.resolve({}))["values"]
     assert v["max_abs_logit_diff"] == 0.0 and v["ok"]
     assert random["cached_vs_uncached_diff"] < v["cached_vs_uncached_diff"] <= v["logit_tolerance"]
-    assert v["logit_tolerance"] == 1e-4 and v["n_params"] == 134_515_008
+    assert v["logit_tolerance"] == 1e-3 and v["n_params"] == 134_515_008
 
 
 @pytest.mark.parametrize("fault", ["rope_layout", "repeat_kv"])
@@ -36,10 +36,22 @@ def test_a_wrong_layout_or_kv_order_changes_the_top_token_nearly_everywhere(faul
     assert v["n_positions_argmax_changed"] >= v["n_positions"] - 2
 
 
-def test_without_the_mask_the_loss_is_lower_than_llamas():
-    """'the broken model's loss is *lower* than Llama's'"""
+def test_without_the_mask_the_loss_is_lower_than_llamas_and_both_are_high():
+    """'it does not make the loss worse; here the broken model's loss is *lower* than Llama's';
+    'both models' loss is high, above the 10.8 of an even guess'"""
     v = values(fault="causal_mask")
     assert v["loss"] < v["hf_loss"] and v["max_abs_logit_diff"] > 1
+    for fault in ("rope_layout", "repeat_kv", "causal_mask"):
+        w = values(fault=fault)
+        assert min(w["loss"], w["hf_loss"]) > w["uniform_loss"]
+
+
+@pytest.mark.parametrize("move", [{"seed": 1}, {"seq_len": 64}])
+def test_unbroken_the_trained_model_stays_within_its_tolerance_across_the_controls(move):
+    """The tolerance is not drawn around one run: other tokens, the longest and shortest
+    sequences."""
+    v = values(**move)
+    assert v["max_abs_logit_diff"] == 0.0 and v["ok"], v["cached_vs_uncached_diff"]
 
 
 def test_the_upcast_changes_nothing_in_float32_and_bfloat16_is_refused():

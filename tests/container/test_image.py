@@ -101,7 +101,9 @@ def report(request):
 
 
 IMAGE_FIGURES: dict = {}
-SIZE_BUDGET = 1.3e9  # bytes, the CPU image as podman reports it (1.62 GB before prune_venv.py)
+# bytes, the CPU image as podman reports it (1.62 GB before prune_venv.py). Issue 34 allows 1.6 GB
+# once it carries SmolLM2-135M's 98 MB file and the gguf reader: measured 1.37 GB with them.
+SIZE_BUDGET = 1.6e9
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,7 @@ def test_a_400_from_the_server_puts_the_controls_back_to_the_figures_setting(pag
     page.evaluate(f"""() => {{ const s = document.querySelector('{W} input[type=range][name=n_positions]');
         s.value = 5; s.dispatchEvent(new Event('input', {{bubbles: true}})); }}""")
     widget.locator(".tw-error").wait_for(state="visible")
-    assert "Kept head dim d_k = 64, positions = 8." in widget.locator(".tw-error").inner_text()
+    assert "Kept head dim d_k = 64, positions = 8" in widget.locator(".tw-error").inner_text()
     # the controls went back to what the figure shows (8 positions, slider position 3), so the
     # figure is not stale: controls and figure agree
     assert "tw-stale" not in widget.get_attribute("class")
