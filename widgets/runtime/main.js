@@ -15,8 +15,8 @@
  *   at once and the baked figure is drawn when plotly.js arrives. Notebook figures wait too.
  * - A value is checked against the spec (including ranges that follow other controls, see
  *   spec.Depends) before it is sent. An invalid value is refused in the words of the control's
- *   label and the control goes back to the setting the figure shows; a 400 from the server marks
- *   figure and values as still showing the previous setting, in words. The URL only ever
+ *   label and the control goes back to the setting the figure shows; a 400 from the server puts
+ *   every control but text back to the setting the figure shows, in words. The URL only ever
  *   carries valid settings; an invalid one in a shared link is ignored with a notice.
  * - Each widget instance owns its URL keys (`attention_map.model`, `attention_map.2.model`).
  * - Figures follow the page's colour scheme, also on a live palette switch.
