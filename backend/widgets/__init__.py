@@ -24,6 +24,7 @@ _MODULES = (  # in the order the book meets them
     "attention_map",
     "attention_sink",
     "induction_lab",
+    "head_roles",
     "mlp",
     "rmsnorm",
     "training_signal",

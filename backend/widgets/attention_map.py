@@ -29,7 +29,7 @@ from backend.widgets.style import COLORS
 from backend.widgets.words import word_of_tokens, word_weights, words_in  # noqa: F401  (tests)
 
 MAX_CHARS = 500
-MAX_LAYERS = MAX_HEADS = 12  # slider ranges; a model with fewer gets a 400 that says how many
+MAX_LAYERS, MAX_HEADS = 30, 12  # slider ranges; a model with fewer gets a 400 that says how many
 TOP_K = 5
 
 TIRED = "The animal didn't cross the street because it was too tired"
@@ -60,15 +60,17 @@ SPEC = WidgetSpec(
         Param("text", "sentence", "text", default=TIRED, max_length=MAX_CHARS,
               help=f"Any sentence; at most {MAX_TOKENS} tokens after tokenization."),
         Param("model", "model", "choice", default="book", options=model_choices(),
-              help="book: the book's 4-layer decoder. minilm: the pretrained 6-layer encoder "
-                   "all-MiniLM-L6-v2. local: the instructor's checkpoint."),
+              help="book: the book's 4-layer decoder. smollm2: SmolLM2-135M, a trained 30-layer "
+                   "Llama. minilm: the pretrained 6-layer encoder all-MiniLM-L6-v2. local: the "
+                   "instructor's checkpoint."),
         Param("average", "average over all layers and heads", "bool", default=True,
               help="The mean of every layer's and head's map."),
         # The ranges follow the model (book: 4 layers x 4 heads, backend/bookmodel/weights/
-        # config.json; MiniLM: 6 x 12, its config.json; tests/widgets/test_spec.py checks both).
+        # config.json; SmolLM2: 30 x 9, its GGUF file; MiniLM: 6 x 12, its config.json;
+        # tests/widgets/test_spec.py checks them).
         # A local checkpoint keeps the widest range; compute() checks its real size.
-        _pick("layer", MAX_LAYERS, {"book": 4, "minilm": 6}),
-        _pick("head", MAX_HEADS, {"book": 4, "minilm": 12}),
+        _pick("layer", MAX_LAYERS, {"book": 4, "smollm2": 30, "minilm": 6}),
+        _pick("head", MAX_HEADS, {"book": 4, "smollm2": 9, "minilm": 12}),
         Param("look_from", "look from the word", "text", default="it", max_length=40,
               help="The word whose row is read off for the top attended tokens. "
                    "If the sentence lacks it, the last word is used, and the page says so."),
@@ -83,6 +85,8 @@ SPEC = WidgetSpec(
     bake=(
         {"text": TIRED, "model": "book"},
         {"text": WIDE, "model": "book"},
+        {"text": TIRED, "model": "smollm2"},
+        {"text": WIDE, "model": "smollm2"},
         {"text": TIRED, "model": "minilm"},
         {"text": WIDE, "model": "minilm"},
     ),

@@ -35,8 +35,9 @@ def checkpoint() -> str:
 
 
 def model_choices() -> tuple[str, ...]:
-    """'book' and 'minilm' always; 'local' only when an instructor configured a checkpoint."""
-    return ("book", "minilm") + (("local",) if checkpoint() else ())
+    """'book', 'smollm2' and 'minilm' always; 'local' only when an instructor configured a
+    checkpoint."""
+    return ("book", "smollm2", "minilm") + (("local",) if checkpoint() else ())
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Encoded:
     short: str  # the model in a few words, for titles and messages
     causal: bool  # each token sees only the past
     info: dict  # sizes (and, for the book's model, its training numbers) for the prose
+    ids: list[int] | None = None  # the token ids, where a widget needs them (SmolLM2)
 
 
 # --- the models ---------------------------------------------------------------------------
@@ -113,22 +115,23 @@ def _load_hf(path: str):
     return model, tok
 
 
-MODEL_WORDS = {"book": "the book's model", "minilm": "MiniLM", "local": "the local checkpoint"}
+MODEL_WORDS = {"book": "the book's model", "smollm2": "SmolLM2-135M", "minilm": "MiniLM",
+               "local": "the local checkpoint"}
 
 
-def _too_long(text: str, n: int, model: str) -> ParamError:
+def _too_long(text: str, n: int, model: str, most: int = MAX_TOKENS) -> ParamError:
     """Why a sentence is refused, in the control's words, with the reason it has so many tokens."""
-    message = (f"The sentence is {n} tokens for {MODEL_WORDS[model]}; the limit is {MAX_TOKENS} "
+    message = (f"The sentence is {n} tokens for {MODEL_WORDS[model]}; the limit is {most} "
                "tokens (special tokens included).")
     letters = [c for c in text if not c.isspace()]
     per_char = n / max(len(letters), 1)
     if per_char >= 1 and sum(not c.isascii() for c in letters) > len(letters) / 2:
         why = ("its byte-level vocabulary, learned from English, splits each character outside "
-               "the Latin alphabet into byte pieces" if model == "book" else
+               "the Latin alphabet into byte pieces" if model in ("book", "smollm2") else
                "its vocabulary has few whole words outside the Latin alphabet")
         message += f" This text takes about {per_char:.1f} tokens per character: {why}."
     else:
-        fits = int(len(text.split()) * (MAX_TOKENS - 2) / n)
+        fits = int(len(text.split()) * (most - 2) / n)
         message += (f" Try a shorter sentence (about {fits} words fit)." if fits >= 2
                     else " Try a shorter sentence.")
     return ParamError(message, "text")
@@ -243,9 +246,45 @@ def _position_table(model) -> list[int] | None:
     return None
 
 
+@torch.no_grad()
+def encode_smollm2(text: str, max_tokens: int = MAX_TOKENS) -> Encoded:
+    """SmolLM2-135M (`backend/smollm2`) on the text, after `<|endoftext|>`: the token the
+    induction lab starts with too, so every map has the same first column."""
+    from backend.smollm2.load import model as smollm2
+
+    model, tok = smollm2()
+    # split_special_tokens: a typed "<|endoftext|>" is text, never the special token
+    enc = tok(text, return_offsets_mapping=True, split_special_tokens=True)
+    if not enc["input_ids"]:
+        raise ParamError("SmolLM2 turns the text into no tokens at all", "text")
+    ids = [tok.eos_token_id] + enc["input_ids"]
+    if len(ids) > max_tokens:
+        raise _too_long(text, len(ids), "smollm2", max_tokens)
+    out = model(torch.tensor([ids]), output_attentions=True)
+    spans = [(0, 0)] + [tuple(o) for o in enc["offset_mapping"]]
+    special = [True] + [False] * len(enc["input_ids"])
+    pieces = tok.convert_ids_to_tokens(ids)
+    cfg = model.config
+    return Encoded(
+        tokens=_hf_labels(text, pieces, tok, spans, special),
+        special=special,
+        spans=spans,
+        maps=torch.stack(out.attentions)[:, 0].float(),  # (L, 1, h, T, T) -> (L, h, T, T)
+        label=f"SmolLM2-135M ({cfg.n_layers} layers × {cfg.n_heads} heads, causal)",
+        short="SmolLM2-135M (causal)",
+        causal=True,
+        info={"n_params": sum(p.numel() for p in model.parameters()),
+              "d_model": cfg.d_model, "n_kv_heads": cfg.n_kv_heads,
+              "vocab_size": cfg.vocab_size},
+        ids=ids,
+    )
+
+
 def encode(model: str, text: str) -> Encoded:
     if model == "book":
         return encode_book(text)
+    if model == "smollm2":
+        return encode_smollm2(text)
     if model == "minilm":
         return encode_hf(str(minilm_dir()), text, "minilm",
                          "all-MiniLM-L6-v2 (6 layers × 12 heads, bidirectional)",

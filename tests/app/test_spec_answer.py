@@ -83,7 +83,7 @@ def test_a_checkpoint_configured_at_serve_time_is_offered(client, monkeypatch):
     importlib.reload(am)
     try:
         after = client.get("/api/widgets/attention_map")
-        assert _param(after.get_json(), "model")["options"] == ["book", "minilm", "local"]
+        assert _param(after.get_json(), "model")["options"] == ["book", "smollm2", "minilm", "local"]
         assert after.get_etag() != before.get_etag()
         listed = client.get("/api/widgets").get_json()["widgets"]
         assert "local" in _param(next(w for w in listed if w["name"] == "attention_map"),

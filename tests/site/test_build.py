@@ -165,7 +165,7 @@ def test_notebook_figures_are_handed_to_the_runtime(built_site):
 def test_each_widget_instance_owns_its_url_keys(built_site):
     configs = widget_configs(built_site / "chapters/attention-maps/index.html")
     assert [c["key"] for c in configs] == ["attention_map", "attention_map.2", "attention_sink",
-                                          "induction_lab"]
+                                          "induction_lab", "head_roles"]
     assert widget_configs(built_site / "chapters/scaling/index.html")[0]["key"] == "attention_scaling"
 
 

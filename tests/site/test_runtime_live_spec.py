@@ -156,7 +156,7 @@ def test_the_local_checkpoint_is_offered_and_computes_live(page, other_server):
     assert "local" not in baked_param(page, MAP_W, "model")["options"]  # built without it
     page.wait_for_function(f"""() => [...document.querySelector('{MAP_W} select[name=model]')
         .options].some(o => o.value === 'local')""", timeout=20_000)
-    assert model_options(page) == ["book", "minilm", "local"]
+    assert model_options(page) == ["book", "smollm2", "minilm", "local"]
     assert page.locator(f"{MAP_W} select[name=model]").first.input_value() == "book"
     select = page.locator(f"{MAP_W} select[name=model]").first
     select.select_option("local")

@@ -77,3 +77,29 @@ def test_cached_decoding_gives_the_full_forwards_logits_and_greedy_text(ours, th
     assert (out.logits[:, -1] - full).abs().max() <= 1e-4
     text = tok.decode(got[0, ids.shape[1]:])
     assert text.split()  # words, decoded by the checkpoint's own tokenizer
+
+
+def test_head_scores_from_transformers_attention_are_the_widgets(ours, theirs):
+    """The head_roles widget's scores, recomputed by plain loops from LlamaForCausalLM's own
+    attention weights on the widget's text."""
+    from backend.widgets import head_roles
+
+    v = head_roles.compute(head_roles.SPEC.resolve({}))["values"]
+    _, tok = ours
+    ids = [tok.eos_token_id] + tok(head_roles.TEXT)["input_ids"]
+    with torch.no_grad():
+        att = theirs(torch.tensor([ids]), output_attentions=True).attentions
+    T = len(ids)
+    for layer in (0, 16, 18, 29):
+        for head in range(9):
+            A = att[layer][0, head]
+            prev = sum(A[t, t - 1] for t in range(2, T)) / (T - 2)
+            first = sum(A[t, 0] for t in range(1, T)) / (T - 1)
+            local = sum(A[t, t - 3: t + 1].sum() for t in range(4, T)) / (T - 4)
+            rows = [(t, {s + 1 for s in range(1, t) if ids[s] == ids[t] and s + 1 < t})
+                    for t in range(T)]
+            rows = [(t, c) for t, c in rows if c]
+            ind = sum(A[t, sorted(c)].sum() for t, c in rows) / len(rows)
+            for role, want in (("previous_token", prev), ("first_token", first),
+                               ("local", local), ("induction", ind)):
+                assert v["scores"][role][layer][head] == pytest.approx(float(want), abs=1e-4)

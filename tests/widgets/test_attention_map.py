@@ -105,7 +105,7 @@ def test_a_body_that_is_not_an_object_is_a_400(client):
     assert r.status_code == 400
 
 
-@pytest.mark.parametrize("model", ["book", "minilm"])
+@pytest.mark.parametrize("model", ["book", "smollm2", "minilm"])
 @pytest.mark.parametrize("text", [
     "The cat 🙂 sat because it was tired 🐈",
     "החתול לא חצה את הרחוב כי it היה עייף",
@@ -226,7 +226,7 @@ def test_looking_from_shows_the_word_and_its_last_piece():
     "I " + " ".join(["it"] * 40),
     "שלום " + " ".join(["cat"] * 40),
 ])
-@pytest.mark.parametrize("model", ["book", "minilm"])
+@pytest.mark.parametrize("model", ["book", "smollm2", "minilm"])
 def test_thinned_axes_keep_the_first_words_label(text, model):
     out = am.compute(am.SPEC.resolve({"text": text, "model": model, "look_from": "dog"}))
     fig, v = out["figure"], out["values"]
@@ -288,9 +288,9 @@ def test_labels_thin_out_on_long_sentences_and_phones(n_words):
 
 def test_bake_points_are_the_it_experiment_only():
     points = am.SPEC.bake_points()
-    assert len(points) == 4
+    assert len(points) == 6
     assert {(p["text"], p["model"]) for p in points} == {
-        (t, m) for t in (am.TIRED, am.WIDE) for m in ("book", "minilm")}
+        (t, m) for t in (am.TIRED, am.WIDE) for m in ("book", "smollm2", "minilm")}
 
 
 # --- an instructor's local checkpoint -------------------------------------------------------

@@ -3,6 +3,7 @@
 
 import { el } from "./dom.js";
 import { formatValue } from "./format.js";
+import { check } from "./spec.js";
 import { still } from "./controls.js";
 import { COARSE, PLOT_CONFIG, TOUCH_CONFIG, whenPlotly } from "./plotly.js";
 import { NARROW_PX, merge, themed } from "./theme.js";
@@ -41,6 +42,10 @@ methods.draw = function () {
     var t2 = performance.now();
     self.mark(result, { theme: t1 - t0, react: t2 - t1, drawnAt: t2 });
     return done.then(function () {
+      if (!self.clickBound && self.plot.on) {
+        self.clickBound = true;
+        self.plot.on("plotly_click", function (ev) { self.clicked(ev); });
+      }
       if (self.labelled) return;
       self.labelled = true;
       self.plot.querySelectorAll(".modebar-btn").forEach(function (b) {
@@ -60,6 +65,27 @@ methods.draw = function () {
     return;
   }
   whenPlotly().then(plot).catch(failed);
+};
+
+/* A figure may name what a click on one of its traces sets (`click`: {trace, x, y}, each of x
+ * and y a param's name): a click on a cell of the head-score map opens that head. A point
+ * whose values a control would refuse is ignored. */
+methods.clicked = function (ev) {
+  var click = this.shown && this.shown.figure.click, self = this;
+  var pt = ev && ev.points && ev.points[0];
+  if (!click || !pt || pt.curveNumber !== click.trace) return;
+  var want = {}, ok = true;
+  if (click.x) want[click.x] = pt.x;
+  if (click.y) want[click.y] = pt.y;
+  var trial = Object.assign({}, this.params, want);
+  this.spec.params.forEach(function (p) {
+    if (p.name in want && check(p, want[p.name], trial, self.labels)) ok = false;
+  });
+  var names = Object.keys(want);
+  if (!ok || !names.length) return;
+  var last = names.pop();
+  names.forEach(function (n) { self.params[n] = want[n]; });
+  this.set(last, want[last]);
 };
 
 /* Where this answer's time went, as a Performance measure `tw:update` from the change to the
