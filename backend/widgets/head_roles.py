@@ -11,6 +11,7 @@ keys and values.
 from __future__ import annotations
 
 import html
+import math
 
 import torch
 
@@ -88,7 +89,9 @@ def compute(params: dict) -> dict:
     role, layer, head = params["role"], params["layer"], params["head"]
     shown = scores[role]
     if shown is None:
-        why = ("no token of the text occurs twice: repeat a word or a phrase"
+        why = ("no token occurs twice with another token between the copies; 'The' and 'the', "
+               "or a word with and without a space before it, are different tokens: repeat a "
+               "phrase of a few words"
                if role == "induction" else "the text is too short: type a few more words")
         article = "an" if ROLE_WORDS[role][0] in "aeiou" else "a"
         raise ParamError(f"no head has {article} {ROLE_WORDS[role]} score on this text ({why})",
@@ -136,10 +139,15 @@ def _figure(params, e, shown, maps, heads) -> dict:
     labels = [_label(t) for t in e.tokens]
     cats = [f"{lab} (#{i})" for i, lab in enumerate(labels)]
     n = len(heads)
+    left, start = 0.22, 0.36  # the score map's share of the width; the maps' labels between
     data = [{
         "type": "heatmap", "z": [[round(float(x), 3) for x in row] for row in shown],
         "x": list(range(h)), "y": list(range(L)), "zmin": 0, "zmax": 1,
-        "colorscale": "Blues", "xaxis": "x", "yaxis": "y", "showscale": False,
+        "colorscale": "Blues", "xaxis": "x", "yaxis": "y",
+        # its own scale, across the top of the score map (the maps' is the weight's)
+        "colorbar": {"orientation": "h", "x": 0, "xanchor": "left", "y": 0.91,
+                     "yanchor": "bottom", "len": left, "thickness": 6,
+                     "title": {"text": "score", "side": "left"}, "tickfont": {"size": 9}},
         "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{label} score %{{z:.2f}}"
                          "<br>click to open its map<extra></extra>",
     }, {
@@ -150,7 +158,6 @@ def _figure(params, e, shown, maps, heads) -> dict:
         "hovertemplate": "shown: layer %{y}, head %{x}<extra></extra>",
     }]
     # the maps share one colour axis: weights from 0 to 1, the same in every panel
-    left, start = 0.22, 0.36  # the maps' token labels sit between the two
     gap = 0.03
     width = (1 - start - 0.06 - gap * (n - 1)) / n
     layout_axes = {}
@@ -165,8 +172,8 @@ def _figure(params, e, shown, maps, heads) -> dict:
             "hovertemplate": f"head {hd}<br>from %{{y}}<br>to %{{x}}<br>weight %{{z:.3f}}"
                              "<extra></extra>",
         })
-        ticks = {"tickmode": "array", "tickvals": cats[:: max(1, T // (24 // n))],
-                 "ticktext": labels[:: max(1, T // (24 // n))]}
+        every = math.ceil(T / (54 // n))  # a label per token while they fit
+        ticks = {"tickmode": "array", "tickvals": cats[::every], "ticktext": labels[::every]}
         layout_axes[f"xaxis{ax}"] = {"domain": [x0, x0 + width], "anchor": f"y{ax}",
                                      "type": "category", "tickangle": -60, "showgrid": False,
                                      "tickfont": {"size": 9}, **ticks}
@@ -180,7 +187,8 @@ def _figure(params, e, shown, maps, heads) -> dict:
     c = COLORS["scaled"].lstrip("#")
     r, g, b = (int(c[i: i + 2], 16) for i in (0, 2, 4))
     layout = base_layout(
-        height=520,
+        height=540,
+        margin={"l": 55, "r": 10, "t": 40, "b": 90},  # room for <|endoftext|> turned on its side
         title={"text": f"{label.capitalize()} score of every head · attention of layer {layer}"},
         xaxis={"domain": [0, left], "title": {"text": "head"}, "dtick": 1},
         yaxis={"domain": [0, 0.9], "title": {"text": "layer"}, "autorange": "reversed",
@@ -193,13 +201,15 @@ def _figure(params, e, shown, maps, heads) -> dict:
         **layout_axes,
     )
     # a phone: the score map on top, each head's map below it, in pixels of the whole height
-    top_px, map_px, gap_px = 400, 320, 90
+    top_px, map_px, gap_px = 400, 320, 110
     total = top_px + n * (map_px + gap_px) + 60
     narrow = {"height": total, "title": {"text": f"{label.capitalize()} scores · layer {layer}"},
               "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [1 - top_px / total, 1]},
               "coloraxis": {"colorbar": {"orientation": "h", "x": 0.5, "xanchor": "center",
                                          "y": 0, "yanchor": "top", "len": 1, "thickness": 8}},
               "annotations": []}
+    narrow["margin"] = {"t": 90}
+    narrow_traces = [{"colorbar": {"len": 1, "y": 1.0, "yanchor": "bottom"}}]
     for k, a in enumerate(annotations):
         y1 = 1 - (top_px + gap_px + k * (map_px + gap_px)) / total
         narrow[f"xaxis{k + 2}"] = {"domain": [0.12, 1]}
@@ -207,7 +217,8 @@ def _figure(params, e, shown, maps, heads) -> dict:
         narrow["annotations"].append(dict(a, x=0.56, y=y1))
     # a click on the score map opens that head: its x is the head, its y the layer
     click = {"trace": 0, "x": "head", "y": "layer"}
-    return {"data": data, "layout": layout, "narrow": narrow, "click": click}
+    return {"data": data, "layout": layout, "narrow": narrow, "narrow_traces": narrow_traces,
+            "click": click}
 
 
 def _summary(params, v) -> str:
@@ -215,8 +226,8 @@ def _summary(params, v) -> str:
     label = ROLE_WORDS[params["role"]]
     words = (f"On {v['n_tokens']} tokens, SmolLM2-135M's highest {label} score is layer "
              f"{t['layer']}, head {t['head']} ({t['score']:.2f}); {v['over_half']} of its "
-             f"{v['heads']} heads score over 0.5. The map shows layer {params['layer']}, head "
-             f"{params['head']}")
+             f"{v['heads']} heads {'scores' if v['over_half'] == 1 else 'score'} over 0.5. "
+             f"The map shows layer {params['layer']}, head {params['head']}")
     if params["view"] == "group":
         words += (f" and the other query heads of its key/value group "
                   f"({', '.join(str(k) for k in v['group_heads'])})")
@@ -229,6 +240,6 @@ def _table(v) -> dict:
             for r in ROLES]
     return {"caption": "The chosen head's four scores, and the highest of each over all "
                        f"{v['heads']} heads ('—': the text has no row for that score)",
-            "columns": ["score", "chosen head", "highest head"],
+            "columns": ["score", "chosen head", "highest score"],
             "rows": [[a, "—" if b is None else round(b, 3), "—" if c is None else round(c, 3)]
                      for a, b, c in rows]}

@@ -91,3 +91,29 @@ def test_maps_are_readable_on_a_phone_and_at_the_token_limit(phone, server):
     }""", LONG)
     assert page.evaluate("window.__n") >= 40
     _assert_readable(page)
+
+
+ROLES = '[data-widget="head_roles"]'
+
+
+def test_a_click_on_a_head_score_opens_that_head(page, server):
+    """A real mouse click on the cell (layer 11, head 1) of the score map sets the layer and head
+    controls, the page URL, and draws that head's map live."""
+    page.goto(server + CHAPTER)
+    page.wait_for_selector(f"{ROLES} .tw-plot .main-svg", timeout=20_000)
+    page.locator(ROLES).scroll_into_view_if_needed()
+    x, y = page.evaluate(f"""() => {{
+        const gd = document.querySelector('{ROLES} .tw-plot'), L = gd._fullLayout;
+        const box = gd.getBoundingClientRect();
+        return [box.left + L.xaxis._offset + L.xaxis.d2p(1),
+                box.top + L.yaxis._offset + L.yaxis.d2p(11)];
+    }}""")
+    page.mouse.click(x, y)
+    page.wait_for_function(f"""() => document.querySelector('{ROLES} .tw-plot').layout
+        .title.text.endsWith('layer 11') &&
+        document.querySelector('{ROLES}').dataset.source === 'live'""", timeout=30_000)
+    w = page.locator(ROLES)
+    assert w.locator('input[name="layer-value"]').input_value() == "11"
+    assert w.locator('input[name="head-value"]').input_value() == "1"
+    assert "head_roles.layer=11" in page.evaluate("location.search")
+    assert page.console_errors == []
