@@ -34,6 +34,7 @@ _MODULES = (  # in the order the book meets them
     "enc_dec_masks",
     "attention_cost",
     "kv_decode",
+    "generation_steps",
     "kv_cache",
     "decode_roofline",
     "prefix_cache_cost",
