@@ -32,13 +32,19 @@ PRESETS: dict[str, ModelConfig] = {
         vocab_size=128256, d_model=2048, n_layers=16, n_heads=32, n_kv_heads=8, d_ff=8192,
         max_seq_len=131072, rope_theta=500000.0, tie_embeddings=True,
     ),
+    # Hugging Face, SmolLM2 (2024): HuggingFaceTB/SmolLM2-135M config.json, the model the book
+    # runs (backend/smollm2; tests/smollm2/test_load.py holds this to the checkpoint's own)
+    "smollm2-135m": ModelConfig(
+        vocab_size=49152, d_model=576, n_layers=30, n_heads=9, n_kv_heads=3, d_ff=1536,
+        max_seq_len=8192, rope_theta=100000.0, norm_eps=1e-5, tie_embeddings=True,
+    ),
     # Vaswani et al. (2017), base model: N = 6, d = 512, h = 8, d_ff = 2048 (for the encoder-decoder)
     "transformer-base": ModelConfig(
         vocab_size=37000, d_model=512, n_layers=6, n_heads=8, d_ff=2048, max_seq_len=512, dropout=0.1
     ),
 }
 
-DECODER_PRESETS = tuple(name for name in PRESETS if name.startswith("llama"))
+DECODER_PRESETS = tuple(name for name in PRESETS if name != "transformer-base")
 
 
 def get_preset(name: str) -> ModelConfig:

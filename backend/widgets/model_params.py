@@ -38,6 +38,7 @@ CHOICES = {  # preset name -> config; the first is the page's start
     "llama-2-70b": PRESETS["llama-2-70b"],
     "llama-3-8b": PRESETS["llama-3-8b"],
     "llama-3.2-1b": PRESETS["llama-3.2-1b"],
+    "smollm2-135m": PRESETS["smollm2-135m"],
     "book": BOOK,
 }
 CUSTOM = presets.CUSTOM

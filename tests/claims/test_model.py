@@ -202,3 +202,13 @@ def test_where_the_parameters_sit_matrix_by_matrix():
         w = mp(preset=name)
         assert sum(w[f"{k}_params"] for k in ("q_proj", "k_proj", "v_proj", "o_proj")) == w["attention"]
         assert sum(w[f"{k}_params"] for k in ("gate_proj", "up_proj", "down_proj")) == w["mlp"]
+
+
+def test_smollm2s_count_and_its_embedding_share():
+    """'SmolLM2-135M ... counts to 134,515,008 parameters' (the checkpoint's tensors: tests/
+    smollm2/test_load.py); 'The embedding alone is 21% of it: in a small model with a large
+    vocabulary, the table of token vectors is a large part of the whole.'"""
+    s = mp(preset="smollm2-135m")
+    assert (s["n_layers"], s["d_model"], s["n_heads"], s["n_kv"]) == (30, 576, 9, 3)
+    assert s["tied"] and s["lm_head"] == 0
+    assert s["fraction_embedding"] > 0.2 > 3 * mp(preset="llama-3-8b")["fraction_embedding"]

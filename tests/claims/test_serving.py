@@ -183,7 +183,7 @@ def test_a_per_tensor_scale_is_a_few_bytes_per_layer():
 # --------------------------------------------------------------------------- GQA is the lever
 
 def test_gqa_factors_of_the_presets():
-    assert {v(preset=p)["gqa_saving_factor"] for p in DECODER_PRESETS} == {1.0, 4.0, 8.0}
+    assert {v(preset=p)["gqa_saving_factor"] for p in DECODER_PRESETS} == {1.0, 3.0, 4.0, 8.0}
     assert v(preset="llama-3-8b")["gqa_saving_factor"] == 4
     assert v(preset="llama-2-70b")["n_rep"] == v(preset="llama-3-70b")["n_rep"] == 8
 
@@ -300,3 +300,19 @@ def test_doubling_the_memory_more_than_doubles_the_users(preset):
         if small["weights_fit"]:
             assert big["users_fit"] >= 2 * small["users_fit"]
     assert [v(memory=m)["users_fit"] for m in ("24", "48", "40", "80")] == [7, 29, 24, 64]
+
+
+def test_the_model_the_book_runs_caches_half_what_its_float32_run_held():
+    """'SmolLM2-135M caches 23,040 bytes per token in bfloat16 ... its generation widget measures
+    ... 46,080 bytes per position in float32, twice as many'; 'One user's cache would outweigh its
+    weights at 11,677 tokens (Llama 3 8B's at 122,554), and two users at its full context of
+    8,192 tokens already do'"""
+    from backend.widgets import generation_steps as gs
+
+    s = v(preset="smollm2-135m")
+    held = gs.compute(gs.SPEC.resolve({}))["values"]
+    assert 2 * s["bytes_per_token"] == held["cache_bytes_per_token"]
+    assert held["cache_held_bytes"] == held["cache_positions"] * held["cache_bytes_per_token"]
+    assert s["context_cache_over_weights"] < v(preset="llama-3-8b")["context_cache_over_weights"] / 5
+    assert s["context_cache_over_weights"] > 8192  # one user at full context does not
+    assert v(preset="smollm2-135m", context_len=8192, batch=2)["total_bytes"] > s["weights_bytes"]
