@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import html
 import time
+from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
@@ -27,7 +29,7 @@ MAX_CHARS = 300
 MAX_PROMPT = 48  # prompt tokens, <|endoftext|> included
 MAX_STEPS = 32
 SHOW = 10  # bars
-REPEATS = 5  # timed runs of each kind; the fastest is reported
+REPEATS = 3  # timed runs of each kind; the fastest is reported
 PROMPT = "The river flows through the"
 LAYERS, HEADS = 30, 9  # SmolLM2-135M (tests/claims/test_generation_steps.py checks)
 
@@ -61,9 +63,10 @@ SPEC = WidgetSpec(
     ),
     outputs=(
         Output("text_so_far", "the text so far", ""),
-        Output("drawn", "token drawn", ""),
+        Output("drawn_shown", "token drawn", ""),
         Output("drawn_prob", "its probability after the settings", ".1%"),
         Output("kept_tokens", "tokens left to draw from", ",d"),
+        Output("not_top_shown", "steps so far that did not draw the most likely token", ""),
         Output("cache_positions", "positions in the cache", "d"),
         Output("cache_bytes", "KV cache (float32)", ",d", "bytes"),
         Output("cached_ms", "one cached step", ".1f", "ms"),
@@ -79,12 +82,32 @@ SPEC = WidgetSpec(
 
 
 def _label(text: str) -> str:
-    shown = text.replace("\n", "↵").replace(" ", "·") if not text.strip() else text
-    return html.escape(shown, quote=False)
+    return html.escape(_shown(text), quote=False)  # Plotly reads a few tags in labels
+
+
+def _shown(text: str) -> str:
+    """A token as a reader can see it: a newline as ↵, a token of spaces as ·."""
+    text = text.replace("\n", "↵")
+    return text.replace(" ", "·") if text and not text.strip() else text
+
+
+@lru_cache(maxsize=1)
+def _byte_of() -> dict[str, int]:
+    """Byte-level BPE's alphabet read backwards (GPT-2's scheme, which SmolLM2's tokenizer
+    uses): printable bytes stand for themselves, every other byte for the character 256 + its
+    place among them."""
+    shown = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    others = [b for b in range(256) if b not in shown]
+    return {chr(b): b for b in shown} | {chr(256 + i): b for i, b in enumerate(others)}
 
 
 def _piece(tok, i: int) -> str:
-    return tok.decode([i])
+    """One token's text; a piece of a character (UTF-8 split across tokens) as its bytes."""
+    text = tok.decode([i])
+    if "\ufffd" not in text:
+        return text
+    raw = bytes(_byte_of().get(c, 0x3F) for c in tok.convert_ids_to_tokens(i))
+    return "bytes " + raw.hex(" ")
 
 
 def encode(prompt: str) -> list[int]:
@@ -110,30 +133,69 @@ def _fastest_ms(fn, repeats: int = REPEATS) -> float:
     return min(runs)
 
 
+@dataclass
+class Step:
+    """What one step drew from: the top tokens (at τ = 1 and after the settings), the token
+    drawn, how many tokens the settings left, and the last fed position's attention row in
+    every layer and head (L, h, T_seen)."""
+    rows: list[dict]
+    drawn: int
+    drawn_prob: float
+    drawn_prob_raw: float
+    drawn_rank: int
+    kept: int
+    top2: tuple[list[int], list[float]]
+    attention: torch.Tensor
+
+
 # --8<-- [start:steps]
 @torch.no_grad()
 def run_steps(model, ids: list[int], steps: int, temperature: float, top_k: int | None,
-              top_p: float | None, seed: int, layer: int):
-    """Prefill the prompt, then `steps` cached steps. Returns the tokens, the last step's
-    logits (the ones the last token was drawn from), the attention of the last position fed
-    in `layer` (h, T_seen), the cache, the input of the last step, and for every step the two
-    most likely tokens at τ = 1 with their probabilities."""
+              top_p: float | None, seed: int) -> tuple[list[int], list[Step]]:
+    """Prefill the prompt, then feed one new token a step, its keys and values appended to the
+    cache and its query reading all of them. Returns the tokens and what each step drew from."""
     gen = torch.Generator().manual_seed(seed)
     cache = model.new_cache()
-    tokens, top2 = list(ids), []
+    tokens, record = list(ids), []
     step_input = torch.tensor([ids])  # step 1 (the prefill) sees the whole prompt
     for _ in range(steps):
-        fed = step_input
         out = model(step_input, cache=cache, logits_to_keep=1, output_attentions=True)
         logits = out.logits[:, -1]  # (1, V)
         new = sample_next_token(logits, False, temperature, top_k, top_p, gen)  # (1, 1)
-        best = torch.topk(torch.softmax(logits[0].float(), -1), 2)
-        top2.append((best.indices.tolist(), best.values.tolist()))
         tokens.append(int(new))
+        record.append(_step(logits, int(new), temperature, top_k, top_p, out.attentions))
         step_input = new  # cached: only the newest token is new work
-    seen = out.attentions[layer][0, :, -1]  # (h, T_seen): the last fed position's row
-    return tokens, logits, seen, cache, fed, top2
+    return tokens, record
 # --8<-- [end:steps]
+
+
+def _step(logits, drawn, temperature, top_k, top_p, attentions) -> Step:
+    raw = next_token_probs(logits, 1.0)[0]  # (V,)
+    probs = next_token_probs(logits, temperature, top_k, top_p)[0]
+    order = torch.argsort(raw, descending=True)[:SHOW].tolist()
+    if drawn not in order:
+        order.append(drawn)  # a token from the tail: shown below the top ten
+    best = torch.topk(raw, 2)
+    return Step(
+        rows=[{"id": i, "prob_raw": float(raw[i]), "prob": float(probs[i]),
+               "rank": int((raw > raw[i]).sum()) + 1} for i in order],
+        drawn=drawn, drawn_prob=float(probs[drawn]), drawn_prob_raw=float(raw[drawn]),
+        drawn_rank=int((raw > raw[drawn]).sum()) + 1, kept=int((probs > 0).sum()),
+        top2=(best.indices.tolist(), best.values.tolist()),
+        attention=torch.stack([a[0, :, -1] for a in attentions]),  # (L, h, T_seen)
+    )
+
+
+@lru_cache(maxsize=16)
+def _run(ids: tuple[int, ...], temperature: float, top_k: int | None, top_p: float | None,
+         seed: int) -> tuple[list[int], list[Step]]:
+    """Every step the widget offers, run once per prompt and settings: moving `step`, `layer`
+    or `head` reads from it. On one thread, the shape of the work and not the free cores sets
+    its time (and two requests' runs do not fight over them)."""
+    from backend.smollm2.load import model as smollm2
+
+    with measure_lib.one_cpu_thread("cpu"):
+        return run_steps(smollm2()[0], list(ids), MAX_STEPS, temperature, top_k, top_p, seed)
 
 
 def compute(params: dict) -> dict:
@@ -144,62 +206,68 @@ def compute(params: dict) -> dict:
     step, temp = params["step"], params["temperature"]
     k = params["top_k"] or None
     p = None if params["top_p"] >= 1 else params["top_p"]
-    tokens, logits, seen, cache, fed, top2 = run_steps(model, ids, step, temp, k, p, params["seed"],
-                                                 params["layer"])
-    raw = next_token_probs(logits, 1.0)[0]  # (V,)
-    probs = next_token_probs(logits, temp, k, p)[0]
-    drawn = tokens[-1]
-    T_seen = seen.shape[-1]  # positions the last step's query could see: prompt + step - 1
+    all_tokens, record = _run(tuple(ids), temp, k, p, params["seed"])
+    s = record[step - 1]
+    tokens = all_tokens[: len(ids) + step]
+    T_seen = s.attention.shape[-1]  # positions the step's query could see: prompt + step - 1
+    fed = len(ids) if step == 1 else 1  # the step's new positions
 
     # The step timed both ways, on the sequence it saw: the cached step feeds the newest token
-    # and reads T_seen - 1 cached positions; the recompute runs all T_seen positions again.
+    # and reads the T_seen - 1 positions a prefill put in the cache; the recompute runs all
+    # T_seen positions again.
     context = torch.tensor([tokens[:T_seen]])
-    keys, vals = list(cache.keys), list(cache.values)
-    before = [k_[:, :, : T_seen - fed.shape[1]] for k_ in keys]
-    before_v = [v_[:, :, : T_seen - fed.shape[1]] for v_ in vals]
+    with torch.no_grad():
+        cache = model.new_cache()
+        if step > 1:
+            model(context[:, :-1], cache=cache, logits_to_keep=1)
+        keys, vals = list(cache.keys), list(cache.values)
 
-    def cached_step():
-        cache.keys, cache.values = list(before), list(before_v)
-        model(fed, cache=cache, logits_to_keep=1)
+        def cached_step():
+            cache.keys, cache.values = list(keys), list(vals)
+            model(context[:, -1:], cache=cache, logits_to_keep=1)
 
-    def full():
-        model(context, logits_to_keep=1)
+        def full():
+            model(context, logits_to_keep=1)
 
-    with torch.no_grad(), measure_lib.timing_lock(), measure_lib.one_cpu_thread("cpu"):
-        cached_ms = _fastest_ms(cached_step) if fed.shape[1] == 1 else None
-        full_ms = _fastest_ms(full)
-    cache.keys, cache.values = keys, vals
+        with measure_lib.timing_lock(), measure_lib.one_cpu_thread("cpu"):
+            cached_ms = _fastest_ms(cached_step) if step > 1 else None
+            full_ms = _fastest_ms(full)
+        if step > 1:
+            cached_step()  # the cache as the step left it: what the run held
+        else:
+            model(context, cache=cache, logits_to_keep=1)  # the prefill fills it
+        held = cache.nbytes()
 
     cfg = model.config
     per_position = kv_cache_bytes_for(cfg, 1, dtype=torch.float32)
-    order = torch.argsort(raw, descending=True)[:SHOW].tolist()
-    if drawn not in order:
-        order.append(drawn)  # a token from the tail: shown beside the top ten
-    rows = [{"token": _piece(tok, i), "id": i, "prob_raw": float(raw[i]),
-             "prob": float(probs[i])} for i in order]
+    rows = [r | {"token": _piece(tok, r["id"])} for r in s.rows]
     prompt_text = tok.decode(ids[1:])
     new_text = tok.decode(tokens[len(ids):])
-    head = seen[params["head"]]
+    head = s.attention[params["layer"], params["head"]]
     labels = [_piece(tok, i) for i in tokens[:T_seen]]
     top_pos = int(head.argmax())
+    not_top = [i + 1 for i, r in enumerate(record[:step]) if r.drawn != r.top2[0][0]]
     values = {
         "prompt_tokens": len(ids), "step": step, "tokens": tokens,
         "temperature": temp, "top_p": params["top_p"], "top_k": params["top_k"],
         "prompt_text": prompt_text, "new_text": new_text,
         "before_text": tok.decode(tokens[len(ids):-1]),
-        "drawn": _piece(tok, drawn), "drawn_id": drawn,
-        "text_so_far": prompt_text + new_text,
-        "drawn_prob": float(probs[drawn]), "drawn_prob_raw": float(raw[drawn]),
-        "drawn_rank": int((raw > raw[drawn]).sum()) + 1,
+        "drawn": _piece(tok, s.drawn), "drawn_shown": _shown(_piece(tok, s.drawn)),
+        "drawn_id": s.drawn, "fed": labels[-1], "fed_positions": fed,
+        "text_so_far": _shown(prompt_text + new_text),
+        "drawn_prob": s.drawn_prob, "drawn_prob_raw": s.drawn_prob_raw,
+        "drawn_rank": s.drawn_rank,
         "top_token": rows[0]["token"], "top_prob_raw": rows[0]["prob_raw"],
         "top_prob": rows[0]["prob"],
-        "kept_tokens": int((probs > 0).sum()), "vocab_size": cfg.vocab_size,
+        "kept_tokens": s.kept, "vocab_size": cfg.vocab_size,
         "probs": rows,
         "attention": [float(w) for w in head],
         "attention_labels": labels,
         "attention_top": {"position": top_pos, "token": labels[top_pos],
                           "weight": float(head[top_pos])},
         "attention_first": float(head[0]),
+        "steps_not_top": not_top,
+        "not_top_shown": ", ".join(map(str, not_top)) or "none",
         "cache_positions": T_seen,  # after this step's keys and values went in
         "cache_bytes": per_position * T_seen,
         "cache_bytes_per_token": per_position,
@@ -208,27 +276,29 @@ def compute(params: dict) -> dict:
         "cache_bytes_context": kv_cache_bytes_for(cfg, cfg.max_seq_len, dtype=torch.bfloat16),
         "cache_mb_context": kv_cache_bytes_for(cfg, cfg.max_seq_len, dtype=torch.bfloat16) / 1e6,
         "max_context": cfg.max_seq_len,
-        "cache_held_bytes": cache.nbytes(),
         "full_ms": full_ms,
         "timed_positions": T_seen,
         "measured_on": f"cpu (1 thread), float32, torch {torch.__version__}",
         "repeats": REPEATS,
         "n_layers": cfg.n_layers, "n_kv_heads": cfg.n_kv_heads, "d_head": cfg.d_head,
     }
-    # every step so far: did it draw the most likely token, and where were the top two closest
-    drew = tokens[len(ids):]
-    values["steps_not_top"] = [i + 1 for i, (t2, d) in enumerate(zip(top2, drew, strict=True))
-                               if d != t2[0][0]]
-    close = max(range(step), key=lambda i: top2[i][1][1] / top2[i][1][0])
+    values["cache_held_bytes"] = held
+    # where the top two tokens were closest, over the steps so far
+    close = max(range(step), key=lambda i: record[i].top2[1][1] / record[i].top2[1][0])
+    pair = record[close].top2
     values |= {"close_step": close + 1,
-               "close_pair": [_piece(tok, i) for i in top2[close][0]],
-               "close_probs": top2[close][1],
+               "close_pair": [_piece(tok, i) for i in pair[0]],
+               "close_probs": pair[1],
                "close_probs_after": [float(x) for x in
-                                     next_token_probs(_close_logits(top2[close][1]), temp)[0]]}
-    if cached_ms is not None:  # step 1 is the prefill: nothing was cached before it
+                                     next_token_probs(_close_logits(pair[1]), temp)[0]]}
+    notice = ""
+    if cached_ms is not None:
         values |= {"cached_ms": cached_ms, "speedup": full_ms / cached_ms}
+    else:
+        notice = ("Step 1 is the prefill: the whole prompt goes through at once and nothing is "
+                  "cached before it, so only the full pass is timed.")
     return {"values": values, "figure": _figure(params, values, ids),
-            "summary": _summary(params, values), "table": _table(values)}
+            "summary": _summary(params, values), "table": _table(values), "notice": notice}
 
 
 def _close_logits(probs: list[float]) -> torch.Tensor:
@@ -239,18 +309,24 @@ def _close_logits(probs: list[float]) -> torch.Tensor:
 
 def _figure(params, v, ids) -> dict:
     rows = v["probs"]
-    names = [f"{_label(r['token'])} " for r in rows][::-1]
-    drawn_at = [r["id"] == v["drawn_id"] for r in rows][::-1]
+    # top ten by probability at τ = 1, then (when it is not among them) the token drawn
+    names = [_label(r["token"]) + (f" (rank {r['rank']:,})" if r["rank"] > SHOW else "") + " "
+             for r in rows][::-1]
+    ys = list(range(len(rows)))
+    drawn_y = [y for y, r in zip(ys, rows[::-1], strict=True) if r["id"] == v["drawn_id"]]
+    after = [0.0 if r["id"] == v["drawn_id"] else r["prob"] for r in rows][::-1]
+    bar = {"type": "bar", "orientation": "h", "xaxis": "x", "yaxis": "y", "width": 0.4}
     data = [
-        {"type": "bar", "orientation": "h", "y": list(range(len(rows))),
-         "x": [r["prob_raw"] for r in rows][::-1], "name": "τ = 1, nothing cut",
-         "marker": {"color": COLORS["guide"]}, "xaxis": "x", "yaxis": "y",
-         "customdata": names, "hovertemplate": "%{customdata}: %{x:.1%} at τ = 1<extra></extra>"},
-        {"type": "bar", "orientation": "h", "y": list(range(len(rows))),
-         "x": [r["prob"] for r in rows][::-1], "name": "after τ, top-k, top-p",
-         "marker": {"color": [COLORS["accent"] if d else COLORS["scaled"] for d in drawn_at]},
-         "xaxis": "x", "yaxis": "y", "customdata": names,
-         "hovertemplate": "%{customdata}: %{x:.1%} after the settings<extra></extra>"},
+        bar | {"y": ys, "x": [r["prob_raw"] for r in rows][::-1], "offset": -0.4,
+               "name": "τ = 1, nothing cut", "marker": {"color": COLORS["guide"]},
+               "customdata": names, "hovertemplate": "%{customdata}: %{x:.1%} at τ = 1<extra></extra>"},
+        bar | {"y": ys, "x": after, "offset": 0, "name": "after τ, top-k, top-p",
+               "marker": {"color": COLORS["scaled"]}, "customdata": names,
+               "hovertemplate": "%{customdata}: %{x:.1%} after the settings<extra></extra>"},
+        bar | {"y": drawn_y, "x": [v["drawn_prob"]], "offset": 0, "name": "the token drawn",
+               "marker": {"color": COLORS["accent"]}, "customdata": [names[drawn_y[0]]],
+               "hovertemplate": "drawn: %{customdata}, %{x:.1%} after the settings"
+                                "<extra></extra>"},
     ]
     labels = [_label(t) for t in v["attention_labels"]]
     T = len(labels)
@@ -270,19 +346,18 @@ def _figure(params, v, ids) -> dict:
                  "y": [v["cache_bytes"] / 1e6], "xaxis": "x3", "yaxis": "y3",
                  "marker": {"size": 10, "color": COLORS["accent"]}, "showlegend": False,
                  "hovertemplate": "this step: %{y:.2f} MB<extra></extra>"})
+    fed = _label(v["fed"])
     step_every = max(1, T // 16)
     layout = base_layout(
         height=480,
         title={"text": f"Step {v['step']}: drew “{_label(v['drawn'])}”"},
-        barmode="group",
+        barmode="overlay",
         xaxis={"domain": [0, 0.3], "title": {"text": "probability"}, "tickformat": ".0%"},
-        yaxis={"tickmode": "array", "tickvals": list(range(len(rows))), "ticktext": names,
-               "automargin": True},
+        yaxis={"tickmode": "array", "tickvals": ys, "ticktext": names, "automargin": True},
         xaxis2={"domain": [0.42, 0.74], "anchor": "y2", "tickmode": "array",
                 "tickvals": list(range(0, T, step_every)), "ticktext": labels[::step_every],
                 "tickangle": -60, "tickfont": {"size": 9},
-                "title": {"text": f"what the newest token sees (L{params['layer']} "
-                                  f"H{params['head']})"}},
+                "title": {"text": f"where “{fed}” looks (L{params['layer']} H{params['head']})"}},
         yaxis2={"anchor": "x2", "title": {"text": "weight"}, "range": [0, 1]},
         xaxis3={"domain": [0.82, 1], "anchor": "y3", "title": {"text": "step"}},
         yaxis3={"anchor": "x3", "title": {"text": "KV cache (MB)"}, "rangemode": "tozero"},
@@ -290,7 +365,7 @@ def _figure(params, v, ids) -> dict:
     )
     narrow = {"height": 1040, "title": {"text": f"Step {v['step']}: “{_label(v['drawn'])}”"},
               "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.72, 1]},
-              "xaxis2": {"domain": [0, 1], "title": {"text": "newest token's weights"}},
+              "xaxis2": {"domain": [0, 1], "title": {"text": f"where “{fed}” looks"}},
               "yaxis2": {"domain": [0.36, 0.58]},
               "xaxis3": {"domain": [0, 1]}, "yaxis3": {"domain": [0, 0.2]},
               "legend": {"y": 0.66, "yanchor": "top", "x": 0}}
@@ -300,7 +375,7 @@ def _figure(params, v, ids) -> dict:
 def _summary(params, v) -> str:
     words = (f"SmolLM2-135M after “{v['prompt_text']}”"
              + (f" and “{v['before_text']}”" if v["before_text"] else "")
-             + f": step {v['step']} drew “{v['drawn']}” (probability {v['drawn_prob']:.1%} after "
+             + f": step {v['step']} drew “{v['drawn_shown']}” (probability {v['drawn_prob']:.1%} after "
                f"the settings, {v['drawn_prob_raw']:.1%} at τ = 1; {v['kept_tokens']:,} tokens "
                f"left to draw from). The cache holds {v['cache_positions']} positions, "
                f"{v['cache_bytes']:,} bytes.")
@@ -313,5 +388,5 @@ def _summary(params, v) -> str:
 def _table(v) -> dict:
     return {"caption": f"Step {v['step']}: the ten most likely next tokens (and the token drawn)",
             "columns": ["token", "probability at τ = 1", "after the settings"],
-            "rows": [[repr(r["token"]), round(r["prob_raw"], 4), round(r["prob"], 4)]
+            "rows": [[_shown(r["token"]), round(r["prob_raw"], 4), round(r["prob"], 4)]
                      for r in v["probs"]]}

@@ -71,7 +71,7 @@ def test_the_cache_saves_less_than_the_count_of_positions_suggests():
 
 def test_the_induction_head_rests_on_the_first_token_while_nothing_repeats():
     """'The default head is layer 18, head 6, the strongest induction head of the previous
-    chapter. Nothing in the prompt repeats yet, and it puts 99.9% of the newest token's weight on
+    chapter. Nothing in the prompt repeats yet, and it puts 99.9% of the last token's weight on
     <|endoftext|>'"""
     t = lab.compute(lab.SPEC.resolve({}))["values"]["top_induction"]
     assert (t["layer"], t["head"]) == (gs.SPEC.param("layer").default, gs.SPEC.param("head").default)

@@ -15,7 +15,7 @@ def test_the_answer_draws_the_distribution_the_attention_and_the_cache(client):
     body = client.post(URL, json={"step": 3, "top_k": 5}).get_json()
     v = body["values"]
     kinds = [t["type"] for t in body["figure"]["data"]]
-    assert kinds == ["bar", "bar", "bar", "scatter", "scatter"]
+    assert kinds == ["bar", "bar", "bar", "bar", "scatter", "scatter"]
     assert v["kept_tokens"] <= 5 and v["drawn_rank"] <= 5
     assert len(v["attention"]) == v["cache_positions"] == v["prompt_tokens"] + 2
     assert v["cached_ms"] > 0 and v["full_ms"] > 0
@@ -23,9 +23,37 @@ def test_the_answer_draws_the_distribution_the_attention_and_the_cache(client):
 
 
 def test_step_one_is_the_prefill_and_times_no_cached_step(client):
-    v = client.post(URL, json={"step": 1}).get_json()["values"]
-    assert "cached_ms" not in v and v["full_ms"] > 0
-    assert v["cache_positions"] == v["prompt_tokens"]
+    body = client.post(URL, json={"step": 1}).get_json()
+    v = body["values"]
+    assert "cached_ms" not in v and v["full_ms"] > 0 and "prefill" in body["notice"]
+    assert v["cache_positions"] == v["prompt_tokens"] == v["fed_positions"]
+    assert v["cache_held_bytes"] == v["cache_bytes"]
+
+
+def test_a_piece_of_a_character_shows_its_bytes_and_whitespace_shows():
+    from backend.smollm2.load import model
+
+    _, tok = model()
+    ids = tok("川の流れ")["input_ids"]
+    pieces = [gs._piece(tok, i) for i in ids]
+    assert all("\ufffd" not in p for p in pieces)
+    assert any(p.startswith("bytes ") for p in pieces)
+    # the bytes shown are the character's own UTF-8
+    alone = [gs._piece(tok, i) for i in tok("川")["input_ids"]]
+    assert " ".join(p.removeprefix("bytes ") for p in alone) == "川".encode().hex(" ")
+    assert gs._shown("\n") == "↵" and gs._shown("  ") == "··" and gs._shown(" a") == " a"
+
+
+def test_the_drawn_token_outside_the_top_ten_is_labelled_with_its_rank(client):
+    for seed in range(40):  # a hot temperature soon draws from the tail
+        v = client.post(URL, json={"temperature": 2.0, "top_p": 1.0, "step": 2,
+                                   "seed": seed}).get_json()
+        if v["values"]["drawn_rank"] > gs.SHOW:
+            break
+    else:
+        raise AssertionError("no draw from outside the top ten in 40 seeds")
+    names = v["figure"]["layout"]["yaxis"]["ticktext"]
+    assert len(names) == gs.SHOW + 1 and f"rank {v['values']['drawn_rank']:,}" in names[0]
 
 
 def test_bad_settings_are_400s(client):
@@ -45,7 +73,7 @@ def test_the_cached_steps_draw_what_recomputing_every_step_draws():
 
     m, _ = model()
     ids = gs.encode("Once upon a time")
-    ours = gs.run_steps(m, ids, 12, 0.8, None, 0.9, 5, 0)[0]
+    ours = gs.run_steps(m, ids, 12, 0.8, None, 0.9, 5)[0]
     ref = generate(m, torch.tensor([ids]), 12, use_cache=False, temperature=0.8, top_p=0.9,
                    generator=torch.Generator().manual_seed(5))
     assert ours == ref.tokens[0].tolist()
