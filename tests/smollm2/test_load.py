@@ -103,3 +103,19 @@ def test_head_scores_from_transformers_attention_are_the_widgets(ours, theirs):
             for role, want in (("previous_token", prev), ("first_token", first),
                                ("local", local), ("induction", ind)):
                 assert v["scores"][role][layer][head] == pytest.approx(float(want), abs=1e-4)
+
+
+def test_the_preset_is_the_checkpoints_config_and_counts_its_tensors(ours):
+    """The calculators' typed preset (from the published config.json) against the GGUF file's
+    own fields, and the model chapter's count against the loaded tensors."""
+    import dataclasses
+
+    from backend.reference.counting import count_parameters
+    from backend.reference.presets import PRESETS
+
+    model, _ = ours
+    typed, real = PRESETS["smollm2-135m"], model.config
+    assert dataclasses.replace(typed, norm_eps=real.norm_eps) == real
+    assert typed.norm_eps == pytest.approx(real.norm_eps, rel=1e-6)  # stored as float32 there
+    held = sum(t.numel() for t in load.state().values())  # the tied head is the embedding
+    assert count_parameters(typed).total == held == sum(p.numel() for p in model.parameters())
