@@ -1,11 +1,12 @@
-"""Widget: the book's trained model's next-token distribution, and what sampling keeps of it.
+"""Widget: a trained model's next-token distribution, and what sampling keeps of it.
 
 The prompt runs through the book's model (`backend/bookmodel`, a 4-layer Llama-style decoder
-trained on Wikipedia text); the last position's logits go through temperature, then top-k, then
-top-p (`backend.reference.sampling`), and a short continuation is drawn with the same settings
-and a seeded generator (`backend.reference.generate`). The same forward also measures two things
-the chapter needs: the logits tensor with and without ``logits_to_keep``, and the loss with
-labels passed right and shifted twice.
+trained on Wikipedia text) or SmolLM2-135M (`backend/smollm2`); the last position's logits go
+through temperature, then top-k, then top-p (`backend.reference.sampling`), and a short
+continuation is drawn with the same settings and a seeded generator
+(`backend.reference.generate`). The same forward also measures two things the chapter needs: the
+logits tensor with and without ``logits_to_keep``, and the loss with labels passed right and
+shifted twice.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ SPEC = WidgetSpec(
         Param("top_p", "top-p (1 = off)", "float", default=1.0, min=0.05, max=1.0, step=0.05,
               help="Keep the fewest most likely tokens whose probabilities add up to at least p."),
         seed_param(999, help="Seeds the generator that draws the continuation."),
+        Param("model", "model", "choice", default="book", options=("book", "smollm2"),
+              option_labels=("the book's model", "SmolLM2-135M, trained"),
+              help="book: the book's 4-layer decoder, trained on Wikipedia summaries. smollm2: "
+                   "SmolLM2-135M, a 30-layer Llama trained on trillions of tokens."),
     ),
     outputs=(
         Output("top_token", "most likely next token", ""),
@@ -73,8 +78,11 @@ SPEC = WidgetSpec(
         {"top_k": 5}, {"top_k": 40},
         {"top_p": 0.5}, {"top_p": 0.9},
         {"seed": 1}, {"seed": 2},
+        {"model": "smollm2"}, {"model": "smollm2", "temperature": 0.5},
+        {"model": "smollm2", "top_p": 0.9},
     ),
     cost_hint="heavy",
+    warm=lambda point: point["model"] == "book",  # SmolLM2 loads on a reader's first ask
 )
 
 def _book():
@@ -83,7 +91,17 @@ def _book():
     return shared_model()
 
 
-def encode(prompt: str) -> list[int]:
+def _smollm2():
+    from backend.smollm2.load import model
+
+    return model()
+
+
+def encode(prompt: str, model: str = "book") -> list[int]:
+    if model == "smollm2":
+        from backend.widgets.generation_steps import encode as smollm2_ids
+
+        return smollm2_ids(prompt)  # <|endoftext|> first too; refuses past its own limit
     from backend.bookmodel.tokenizer import EOT
 
     _, tok = _book()
@@ -115,8 +133,9 @@ def kept_by_filters(logits: torch.Tensor, temperature: float, k: int | None, p: 
 def compute(params: dict) -> dict:
     from backend.bookmodel.tokenizer import token_text
 
-    model, tok = _book()
-    ids = torch.tensor([encode(params["prompt"])])  # (1, T)
+    trained = params["model"] == "smollm2"
+    model, tok = _smollm2() if trained else _book()
+    ids = torch.tensor([encode(params["prompt"], params["model"])])  # (1, T)
     T, k, p, temp = ids.size(1), params["top_k"] or None, params["top_p"], params["temperature"]
     top_p = None if p >= 1 else p
 
@@ -138,9 +157,13 @@ def compute(params: dict) -> dict:
     gen = torch.Generator().manual_seed(params["seed"])
     out = generate(model, ids, NEW_TOKENS, temperature=temp, top_k=k, top_p=top_p, generator=gen)
     continuation = tok.decode(out.tokens[0, T:].tolist())
+    if trained:  # SmolLM2's tokenizer: a piece of a character shows as its bytes
+        from backend.widgets.generation_steps import _piece as name_of
+    else:
+        name_of = token_text
 
     order = torch.argsort(raw, descending=True)[:SHOW]
-    rows = [{"token": token_text(tok, int(i)), "id": int(i), "prob_raw": float(raw[i]),
+    rows = [{"token": name_of(tok, int(i)), "id": int(i), "prob_raw": float(raw[i]),
              "prob": float(probs[i])} for i in order]
     kept = kept_by_filters(last[:, -1], temp, k, top_p)
     values = {

@@ -212,3 +212,19 @@ def test_smollm2s_count_and_its_embedding_share():
     assert (s["n_layers"], s["d_model"], s["n_heads"], s["n_kv"]) == (30, 576, 9, 3)
     assert s["tied"] and s["lm_head"] == 0
     assert s["fraction_embedding"] > 0.2 > 3 * mp(preset="llama-3-8b")["fraction_embedding"]
+
+
+def test_smollm2s_next_token_distribution_is_not_sharper_on_the_river_prompt():
+    """'It is not a sharper one on this prompt: its untouched entropy is 5.85 nats against the
+    book's model's 6.08, its most likely token ... has only 5.8%, and top-p = 0.9 leaves 876
+    tokens.'"""
+    from backend.widgets import sampling
+
+    def s(**p):
+        return sampling.compute(sampling.SPEC.resolve(p))["values"]
+
+    smol, book = s(model="smollm2"), s()
+    assert smol["vocab_size"] == 49152
+    assert smol["entropy_raw"] > 0.9 * book["entropy_raw"]
+    assert smol["top_prob"] < 0.1
+    assert s(model="smollm2", top_p=0.9)["kept_tokens"] > 100

@@ -101,3 +101,20 @@ def test_values_panel_shows_the_losses_and_byte_counts(client):
             "logits_bytes_full", "logits_bytes_last"} <= shown
     v = client.post("/api/widgets/sampling", json={"prompt": "The city is the capital of"}).get_json()["values"]
     assert v["logits_bytes_full"] == v["n_prompt_tokens"] * v["logits_bytes_last"] == v["n_prompt_tokens"] * 4096 * 4
+
+
+@torch.no_grad()
+def test_smollm2s_distribution_is_llama_for_causal_lms(client):
+    """model=smollm2: the widget's distribution against transformers' own Llama on the same
+    weights and tokens (backend/smollm2/load.llama)."""
+    from backend.smollm2.load import llama, model
+
+    v = post(client, model="smollm2", top_p=0.9)["values"]
+    _, tok = model()
+    ids = torch.tensor([[tok.eos_token_id] + tok("The river flows through the")["input_ids"]])
+    p = torch.softmax(llama()(ids).logits[0, -1].double(), -1)
+    top = torch.argsort(p, descending=True)[:15]
+    assert [r["id"] for r in v["probs"]] == top.tolist()
+    assert all(abs(r["prob_raw"] - float(p[i])) < 1e-5 for r, i in zip(v["probs"], top))
+    need = int((torch.sort(p, descending=True).values.cumsum(0) < 0.9).sum()) + 1
+    assert v["kept_tokens"] == need and v["vocab_size"] == 49152
