@@ -18,15 +18,16 @@ from functools import lru_cache
 
 import torch
 
-from backend.errors import ParamError
 from backend.reference.kv_cache import kv_cache_bytes_for
 from backend.reference.sampling import next_token_probs, sample_next_token
+from backend.smollm2.tokens import MAX_PROMPT, encode
+from backend.smollm2.tokens import piece as _piece
+from backend.smollm2.tokens import shown as _shown
 from backend.widgets import measure as measure_lib
 from backend.widgets.spec import Output, Param, WidgetSpec, seed_param
 from backend.widgets.style import COLORS, base_layout
 
 MAX_CHARS = 300
-MAX_PROMPT = 48  # prompt tokens, <|endoftext|> included
 MAX_STEPS = 32
 SHOW = 10  # bars
 REPEATS = 3  # timed runs of each kind; the fastest is reported
@@ -72,7 +73,7 @@ SPEC = WidgetSpec(
         Output("cached_ms", "one cached step", ".1f", "ms"),
         Output("full_ms", "recomputing the whole sequence", ".1f", "ms"),
     ),
-    bake=(tuple({"step": s} for s in (1, 2, 8, 16, 32))
+    bake=(tuple({"step": s} for s in (2, 1, 8, 16, 32))
           + ({"temperature": 0.1}, {"temperature": 1.5}, {"top_k": 5}, {"top_p": 1.0},
              {"seed": 1}, {"step": 8, "temperature": 0.1})),
     cost_hint="heavy",
@@ -83,45 +84,6 @@ SPEC = WidgetSpec(
 
 def _label(text: str) -> str:
     return html.escape(_shown(text), quote=False)  # Plotly reads a few tags in labels
-
-
-def _shown(text: str) -> str:
-    """A token as a reader can see it: a newline as ↵, a token of spaces as ·."""
-    text = text.replace("\n", "↵")
-    return text.replace(" ", "·") if text and not text.strip() else text
-
-
-@lru_cache(maxsize=1)
-def _byte_of() -> dict[str, int]:
-    """Byte-level BPE's alphabet read backwards (GPT-2's scheme, which SmolLM2's tokenizer
-    uses): printable bytes stand for themselves, every other byte for the character 256 + its
-    place among them."""
-    shown = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    others = [b for b in range(256) if b not in shown]
-    return {chr(b): b for b in shown} | {chr(256 + i): b for i, b in enumerate(others)}
-
-
-def _piece(tok, i: int) -> str:
-    """One token's text; a piece of a character (UTF-8 split across tokens) as its bytes."""
-    text = tok.decode([i])
-    if "\ufffd" not in text:
-        return text
-    raw = bytes(_byte_of().get(c, 0x3F) for c in tok.convert_ids_to_tokens(i))
-    return "bytes " + raw.hex(" ")
-
-
-def encode(prompt: str) -> list[int]:
-    from backend.smollm2.load import model
-
-    _, tok = model()
-    body = tok(prompt, split_special_tokens=True)["input_ids"]
-    ids = [tok.eos_token_id] + body
-    if not body:
-        raise ParamError("the prompt gives SmolLM2 no tokens at all", "prompt")
-    if len(ids) > MAX_PROMPT:
-        raise ParamError(f"'prompt' is {len(ids)} tokens for SmolLM2; the limit is {MAX_PROMPT} "
-                         "tokens (<|endoftext|> included). Try a shorter prompt.", "prompt")
-    return ids
 
 
 def _fastest_ms(fn, repeats: int = REPEATS) -> float:

@@ -147,7 +147,7 @@ def _figure(params, e, shown, maps, heads) -> dict:
         # its own scale, across the top of the score map (the maps' is the weight's)
         "colorbar": {"orientation": "h", "x": 0, "xanchor": "left", "y": 0.91,
                      "yanchor": "bottom", "len": left, "thickness": 6,
-                     "title": {"text": "score", "side": "left"}, "tickfont": {"size": 9}},
+                     "title": {"text": "score", "side": "right"}, "tickfont": {"size": 9}},
         "hovertemplate": f"layer %{{y}}, head %{{x}}<br>{label} score %{{z:.2f}}"
                          "<br>click to open its map<extra></extra>",
     }, {

@@ -11,6 +11,7 @@ shifted twice.
 
 from __future__ import annotations
 
+import html
 import math
 
 import torch
@@ -40,11 +41,12 @@ SPEC = WidgetSpec(
         "probability."
     ),
     title="Temperature, top-k and top-p on a real next-token distribution",
-    description="The book model's distribution for the token after the prompt, what each "
+    description="A trained model's distribution for the token after the prompt, what each "
                 "sampling setting keeps of it, and a short continuation drawn with those settings.",
     params=(
         Param("prompt", "prompt", "text", default=PROMPT, max_length=MAX_CHARS,
-              help=f"Any English text; at most {MAX_TOKENS} tokens after tokenization."),
+              help=f"Any English text; at most {MAX_TOKENS} tokens after tokenization (48 for "
+                   "SmolLM2-135M)."),
         Param("temperature", "temperature τ", "float", default=1.0, min=0.1, max=3.0, step=0.05,
               help="Logits are divided by τ before the softmax: τ < 1 sharpens, τ > 1 flattens. "
                    "Applied first, then top-k, then top-p."),
@@ -99,7 +101,7 @@ def _smollm2():
 
 def encode(prompt: str, model: str = "book") -> list[int]:
     if model == "smollm2":
-        from backend.widgets.generation_steps import encode as smollm2_ids
+        from backend.smollm2.tokens import encode as smollm2_ids
 
         return smollm2_ids(prompt)  # <|endoftext|> first too; refuses past its own limit
     from backend.bookmodel.tokenizer import EOT
@@ -110,6 +112,14 @@ def encode(prompt: str, model: str = "book") -> list[int]:
         raise ParamError(f"'prompt' is {len(ids)} tokens long; the limit is {MAX_TOKENS} tokens. "
                          "Try a shorter prompt.", "prompt")
     return ids
+
+
+def _tick(token: str) -> str:
+    """A token as a tick label: spaces as ␣, a newline as ↵ (a byte piece, "bytes e5 b7", as it
+    is), and HTML shown as text."""
+    if not token.startswith("bytes "):
+        token = token.replace(" ", "␣").replace("\n", "↵") or "␣"
+    return html.escape(token, quote=False)
 
 
 def _entropy(p: torch.Tensor) -> float:
@@ -158,7 +168,7 @@ def compute(params: dict) -> dict:
     out = generate(model, ids, NEW_TOKENS, temperature=temp, top_k=k, top_p=top_p, generator=gen)
     continuation = tok.decode(out.tokens[0, T:].tolist())
     if trained:  # SmolLM2's tokenizer: a piece of a character shows as its bytes
-        from backend.widgets.generation_steps import _piece as name_of
+        from backend.smollm2.tokens import piece as name_of
     else:
         name_of = token_text
 
@@ -180,7 +190,7 @@ def compute(params: dict) -> dict:
         "drawable_tokens": int((probs > 0).sum()),
         "top_prob": rows[0]["prob_raw"],
     }
-    labels = [r["token"].replace(" ", "␣") or "␣" for r in rows]
+    labels = [_tick(r["token"]) for r in rows]
     fig = {
         "data": [
             {"type": "bar", "name": "model (τ = 1, no cut)", "x": labels,
@@ -206,8 +216,10 @@ def compute(params: dict) -> dict:
                    "legend": {"font": {"size": 10}}, "xaxis": {"title": {"text": ""}},
                    "margin": {"t": 90}},
     }
-    summary = (f"The most likely next token is “{rows[0]['token']}” at {rows[0]['prob_raw']:.1%}. "
-               f"With these settings {values['drawable_tokens']:,} tokens can be drawn "
+    n = values["drawable_tokens"]
+    summary = (f"The most likely next token is “{_tick(rows[0]['token'])}” at "
+               f"{rows[0]['prob_raw']:.1%}. With these settings {n:,} "
+               f"{'token' if n == 1 else 'tokens'} can be drawn "
                f"(entropy {values['entropy']:.2f} "
                f"nats, against {values['entropy_raw']:.2f} untouched); the model continued: "
                f"“{continuation}”.")

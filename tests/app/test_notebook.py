@@ -85,7 +85,8 @@ def test_model_and_measured_widgets_say_so_in_the_first_cell(client):
     timed = {n for n in REGISTRY if "timing_lock" in (ROOT / f"backend/widgets/{n}.py").read_text()}
     assert loads <= model and {"attention_map", "attention_sink", "sampling", "kv_decode"} <= model
     assert "attention_map" in minilm and "attention_sink" in minilm
-    assert measured == timed == {"sequential_vs_parallel", "attention_cost", "kv_decode"}
+    assert measured == timed == {"sequential_vs_parallel", "attention_cost", "kv_decode",
+                                 "generation_steps"}
     # The install line names what the code imports, at the versions this server runs.
     assert "bpe-openai==" in first["training_signal"]
     assert "transformers==" in first["parity"] and "torch==" in first["rmsnorm"]

@@ -46,6 +46,9 @@ TIMED = {
          # how many runs it took before the per-step times settled
          "repeats"},
         "per-step and total decode times with and without the cache"),
+    "generation_steps": (
+        {"cached_ms", "full_ms", "speedup"},
+        "the chosen step timed with the cache and as a full recompute"),
 }
 
 

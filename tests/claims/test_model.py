@@ -214,10 +214,10 @@ def test_smollm2s_count_and_its_embedding_share():
     assert s["fraction_embedding"] > 0.2 > 3 * mp(preset="llama-3-8b")["fraction_embedding"]
 
 
-def test_smollm2s_next_token_distribution_is_not_sharper_on_the_river_prompt():
-    """'It is not a sharper one on this prompt: its untouched entropy is 5.85 nats against the
-    book's model's 6.08, its most likely token ... has only 5.8%, and top-p = 0.9 leaves 876
-    tokens.'"""
+def test_smollm2s_next_token_distribution_is_barely_sharper_on_the_river_prompt():
+    """'It is barely sharper on this prompt: its untouched entropy is 5.85 nats against the
+    book's model's 6.08 (over a vocabulary twelve times as large), its most likely token ... has
+    only 5.8% (the book's model's ... 3.4%), and top-p = 0.9 leaves 876 tokens.'"""
     from backend.widgets import sampling
 
     def s(**p):
@@ -225,6 +225,7 @@ def test_smollm2s_next_token_distribution_is_not_sharper_on_the_river_prompt():
 
     smol, book = s(model="smollm2"), s()
     assert smol["vocab_size"] == 49152
-    assert smol["entropy_raw"] > 0.9 * book["entropy_raw"]
-    assert smol["top_prob"] < 0.1
+    assert 0.9 * book["entropy_raw"] < smol["entropy_raw"] < book["entropy_raw"]
+    assert smol["vocab_size"] == 12 * book["vocab_size"]
+    assert book["top_prob"] < smol["top_prob"] < 0.1
     assert s(model="smollm2", top_p=0.9)["kept_tokens"] > 100
