@@ -148,16 +148,20 @@ def _step(logits, drawn, temperature, top_k, top_p, attentions) -> Step:
     )
 
 
+RUN_LENGTHS = (8, 16, MAX_STEPS)  # a run covers the step asked for and the ones near it
+
+
 @lru_cache(maxsize=16)
 def _run(ids: tuple[int, ...], temperature: float, top_k: int | None, top_p: float | None,
-         seed: int) -> tuple[list[int], list[Step]]:
-    """Every step the widget offers, run once per prompt and settings: moving `step`, `layer`
-    or `head` reads from it. On one thread, the shape of the work and not the free cores sets
-    its time (and two requests' runs do not fight over them)."""
+         seed: int, steps: int) -> tuple[list[int], list[Step]]:
+    """A run of `steps` steps, kept per prompt and settings: moving `step` within it, or
+    `layer` or `head`, reads from it (a seeded run's first steps are the same however long it
+    goes on). On one thread, the shape of the work and not the free cores sets its time, and
+    two requests' runs do not fight over them."""
     from backend.smollm2.load import model as smollm2
 
     with measure_lib.one_cpu_thread("cpu"):
-        return run_steps(smollm2()[0], list(ids), MAX_STEPS, temperature, top_k, top_p, seed)
+        return run_steps(smollm2()[0], list(ids), steps, temperature, top_k, top_p, seed)
 
 
 def compute(params: dict) -> dict:
@@ -168,7 +172,8 @@ def compute(params: dict) -> dict:
     step, temp = params["step"], params["temperature"]
     k = params["top_k"] or None
     p = None if params["top_p"] >= 1 else params["top_p"]
-    all_tokens, record = _run(tuple(ids), temp, k, p, params["seed"])
+    length = next(n for n in RUN_LENGTHS if n >= step)
+    all_tokens, record = _run(tuple(ids), temp, k, p, params["seed"], length)
     s = record[step - 1]
     tokens = all_tokens[: len(ids) + step]
     T_seen = s.attention.shape[-1]  # positions the step's query could see: prompt + step - 1

@@ -77,3 +77,12 @@ def test_the_cached_steps_draw_what_recomputing_every_step_draws():
     ref = generate(m, torch.tensor([ids]), 12, use_cache=False, temperature=0.8, top_p=0.9,
                    generator=torch.Generator().manual_seed(5))
     assert ours == ref.tokens[0].tolist()
+
+
+def test_a_longer_run_begins_with_the_shorter_one():
+    """The widget runs 8, 16 or 32 steps, whichever covers the step asked for: a seeded run's
+    first steps must not depend on how long it goes on."""
+    a = gs.compute(gs.SPEC.resolve({"step": 8, "temperature": 1.5}))["values"]
+    b = gs.compute(gs.SPEC.resolve({"step": 32, "temperature": 1.5}))["values"]
+    assert b["tokens"][: len(a["tokens"])] == a["tokens"]
+    assert b["steps_not_top"][: len(a["steps_not_top"])] == a["steps_not_top"]
