@@ -5,7 +5,7 @@ drawn from the next-token distribution after temperature, top-k and top-p
 (`backend/reference/sampling.py`) with a seeded generator; the prompt is processed once and each
 later step feeds only the newest token, reading every earlier key and value from the cache
 (`backend/reference/kv_cache.py`). At the chosen step the widget shows the distribution (top
-10), the token drawn, where the newest token's query looks in one head, the cache's bytes for
+10), the token drawn, where the last fed token's query looks in one head, the cache's bytes for
 this model's shape, and the step timed both ways: cached, and recomputing the whole sequence.
 """
 
@@ -37,13 +37,13 @@ LAYERS, HEADS = 30, 9  # SmolLM2-135M (tests/claims/test_generation_steps.py che
 SPEC = WidgetSpec(
     name="generation_steps",
     try_next=(
-        "Step through the first tokens with `step`, then set `temperature` to 0.1: every step "
-        "takes the most likely token. Raise `step` to 32 and compare the cached step's time "
-        "with the full recompute's."
+        "Step through the first tokens with `step`, then set `temperature` to 0.1 and `step` to "
+        "32: nearly every step takes the most likely token, and the widget lists those that did "
+        "not. Compare the cached step's time with the full recompute's as the text grows."
     ),
     title="SmolLM2-135M writing, one token at a time",
     description="At each step: the next-token distribution under temperature, top-k and "
-                "top-p, the token drawn, where the newest token looks, the KV cache's size and "
+                "top-p, the token drawn, where the last token fed in looks, the KV cache's size and "
                 "the step's time with and without the cache.",
     params=(
         Param("prompt", "prompt", "text", default=PROMPT, max_length=MAX_CHARS,

@@ -41,7 +41,7 @@ SPEC = WidgetSpec(
     try_next=(
         "Click the brightest cell of the induction map (or set `layer` 18, `head` 6): its map "
         "puts each token of the repeat on the token that came next the first time. Then choose "
-        "`view` group to see the two heads that read the same keys and values."
+        "`view` group to see the two other heads that read the same keys and values."
     ),
     title="Every head of SmolLM2-135M on your text",
     description="Each of the 270 heads scored as previous-token, first-token, local and "
