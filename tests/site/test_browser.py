@@ -83,6 +83,30 @@ def test_with_the_api_blocked_the_baked_results_are_drawn(page, server):
         .innerText.includes('d_k = 128')""", timeout=10_000)
     unexpected = [e for e in page.console_errors if "ERR_FAILED" not in e]
     assert unexpected == []
+    # a fallback is a warning; the same baked result on a healthy server only a note
+    assert "tw-precomputed" in widget.get_attribute("class")
+
+
+STATUS_COLOR = "el => getComputedStyle(el.querySelector('.tw-status')).color"
+WARNING = "el => getComputedStyle(el).getPropertyValue('--tw-precomputed').trim()"
+
+
+def test_a_baked_result_on_a_healthy_server_is_a_neutral_note(page, server):
+    """Issue 33, item 4: 'Precomputed' is a neutral note on a healthy server, a warning only
+    when it is a fallback."""
+    widget = open_chapter(page, server)
+    assert widget.get_attribute("data-source") == "precomputed"
+    classes = widget.get_attribute("class").split()
+    assert "tw-built" in classes and "tw-precomputed" not in classes
+    before = widget.evaluate("el => getComputedStyle(el.querySelector('.tw-status'), "
+                             "'::before').content")
+    assert "Precomputed" in before
+    shown = widget.evaluate(STATUS_COLOR)
+    warning = widget.evaluate(WARNING)
+    assert shown != page.evaluate("c => { const d = document.createElement('div'); "
+                                  "d.style.color = c; document.body.append(d); "
+                                  "const x = getComputedStyle(d).color; d.remove(); return x; }",
+                                  warning)
 
 
 def test_instant_navigation_mounts_widgets_and_keeps_notebook_figures(page, server):

@@ -153,7 +153,9 @@ methods.show = function (result, how) {
       formatValue(result.elapsed_ms, ".3g") + " ms; round trip " +
       Math.round(result.roundTripMs) + " ms.";
   }
-  this.root.classList.toggle("tw-precomputed", !!how.precomputed);
+  // Baked at build time on a healthy server is a neutral note; a warning only as a fallback.
+  this.root.classList.toggle("tw-precomputed", how.precomputed === "offline");
+  this.root.classList.toggle("tw-built", how.precomputed === "built");
 };
 
 /* The figure's data as a real table, in a closed <details> a screen reader can open. */

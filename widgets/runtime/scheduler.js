@@ -219,6 +219,7 @@ methods.fallback = function (why, sent) {
   this.table.hidden = true;
   this.summary.textContent = "";
   this.root.dataset.source = "precomputed";
+  this.root.classList.remove("tw-built");
   this.root.classList.add("tw-precomputed", "tw-nobaked");
   this.status.textContent = why + ", and this page has no precomputed result for " +
     missing.map(function (p) { return self.describeOne(p, want[p.name]); }).join(", ") + ". Go back to a built-in setting, or try again when the server answers.";
