@@ -239,7 +239,6 @@ def compute(params: dict) -> dict:
         "cache_bytes": per_position * T_seen,
         "cache_bytes_per_token": per_position,
         "cache_bytes_per_token_16bit": kv_cache_bytes_for(cfg, 1, dtype=torch.bfloat16),
-        "cache_bytes_max": per_position * (MAX_PROMPT + MAX_STEPS),
         "cache_bytes_context": kv_cache_bytes_for(cfg, cfg.max_seq_len, dtype=torch.bfloat16),
         "cache_mb_context": kv_cache_bytes_for(cfg, cfg.max_seq_len, dtype=torch.bfloat16) / 1e6,
         "max_context": cfg.max_seq_len,

@@ -100,8 +100,6 @@ def compute(params: dict) -> dict:
     heads = list(range(group, group + GROUP)) if params["view"] == "group" else [head]
     maps = e.maps[layer, heads]  # (len(heads), T, T)
     top = divmod(int(torch.argmax(shown)), h)
-    n_rows = {"previous_token": max(T - 2, 0), "first_token": T - 1,
-              "local": max(T - LOCAL, 0), "induction": None}
     values = {
         "n_tokens": T, "layers": L, "heads_per_layer": h, "heads": L * h,
         "kv_heads": e.info["n_kv_heads"], "group_size": GROUP,
@@ -119,16 +117,9 @@ def compute(params: dict) -> dict:
         "group_scores": {r: (None if s is None else [float(s[layer, k])
                                                      for k in range(group, group + GROUP)])
                          for r, s in scores.items()},
-        "rows_scored": n_rows | {"induction": _induction_rows(e.ids)},
     }
     return {"values": values, "figure": _figure(params, e, shown, maps, heads),
             "summary": _summary(params, values), "table": _table(values)}
-
-
-def _induction_rows(ids) -> int:
-    from backend.reference.head_roles import induction_targets
-
-    return len(induction_targets(ids))
 
 
 def _figure(params, e, shown, maps, heads) -> dict:
