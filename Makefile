@@ -50,7 +50,7 @@ build: $(VENV)/.installed node_modules/.installed
 ## pdf: the print edition (site/print/) printed by the system Chromium to site/book.pdf: a
 ## table of contents with each chapter's page, page numbers in the footer
 pdf: build $(VENV)/.dev-installed chromium
-	$(BIN)/python widgets/print_pdf.py --site site --out site/book.pdf
+	$(BIN)/python widgets/build/print_pdf.py --site site --out site/book.pdf
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

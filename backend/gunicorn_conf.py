@@ -95,7 +95,7 @@ def warm(log) -> None:
     import time
 
     from backend.app.limits import DEMAND, WARMING
-    from backend.widgets import REGISTRY
+    from backend.compute import REGISTRY
 
     WARMING.set()  # computations that arrive meanwhile wait longer for a slot, not 503
     start, yields = time.monotonic(), DEMAND.yields

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from backend import settings
 
-# The settings the pages use, listed by the build (widgets/hook.py writes it into the site).
+# The settings the pages use, listed by the build (widgets/build/widget_blocks.py writes it into the site).
 MANIFEST = "assets/book/settings.json"
 
 
@@ -63,8 +63,8 @@ def chapter_settings(site: Path | str | None = None, url: str | None = None
 def points(site: Path | str | None = None, url: str | None = None) -> list[tuple[str, dict]]:
     """Every (widget, resolved params) to warm, without duplicates, baked points first, then
     the settings the built pages use (`chapter_settings`)."""
-    from backend.widgets import REGISTRY
-    from backend.widgets.spec import ParamError
+    from backend.compute import REGISTRY
+    from backend.compute.spec import ParamError
 
     out, seen = [], set()
 
@@ -92,7 +92,7 @@ def points(site: Path | str | None = None, url: str | None = None) -> list[tuple
 def warm_cache(todo) -> dict:
     """Compute each point here and store it in the configured (Redis) cache."""
     from backend.app import api, create_app
-    from backend.widgets import REGISTRY
+    from backend.compute import REGISTRY
 
     app = create_app()
     cache = app.extensions["book_limits"].cache
@@ -152,7 +152,7 @@ def recheck(todo, url: str, timeout: float = 30.0) -> dict:
     again? With one shared cache (Redis) none is; with one cache per worker, a request that a
     different worker accepts computes the setting again. The light settings are spread over the
     list, so a cache too small for the book's settings shows up too."""
-    from backend.widgets import REGISTRY
+    from backend.compute import REGISTRY
 
     light = [(n, p) for n, p in todo if REGISTRY[n].SPEC.cost_hint == "light"]
     step = max(1, len(light) // RECHECK_SETTINGS)

@@ -47,8 +47,8 @@ BY_PATH = {
 
 
 def _measured_widgets() -> set[str]:
-    """The widgets that time themselves on this machine (they use backend.widgets.measure)."""
-    from backend.widgets import REGISTRY, measure
+    """The widgets that time themselves on this machine (they use backend.compute.measure)."""
+    from backend.compute import REGISTRY, measure
 
     return {name for name, module in REGISTRY.items()
             if any(value is measure for value in vars(module).values())}
@@ -96,7 +96,7 @@ def client(app):
 def private_timing_lock(tmp_path, monkeypatch):
     """A timing lock of this test's own, so that a server's or another test's timings on this
     host never make a measurement here wait (or answer 503)."""
-    from backend.widgets import measure
+    from backend.compute import measure
 
     monkeypatch.setattr(measure, "LOCK_PATH", str(tmp_path / "timing.lock"))
 
@@ -104,7 +104,7 @@ def private_timing_lock(tmp_path, monkeypatch):
 @pytest.fixture()
 def fresh_timings(private_timing_lock):
     """A private timing lock, and no timing remembered by a measured widget before or after."""
-    from backend.widgets import REGISTRY
+    from backend.compute import REGISTRY
 
     caches = [fn for fn in (getattr(m, "measure", None) for m in REGISTRY.values())
               if hasattr(fn, "cache_clear")]

@@ -3,7 +3,7 @@
 `create_app()` takes its settings from `backend.settings` (the one table of environment
 variables, defaults included), then the `test_config` a test passes in (config flows one way).
 A bad variable stops it with a message naming the variable. Routes validate, call a widget and
-serialize; the tensor math lives in `backend.widgets` and `backend.reference`.
+serialize; the tensor math lives in `backend.compute` and `backend.reference`.
 """
 
 from __future__ import annotations

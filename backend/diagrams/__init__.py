@@ -6,7 +6,7 @@ Each module here other than `svg` is one diagram and defines
 
 whose shape follows its configuration (a model's layers and widths, a head count, a mask
 kind): the picture of Llama-3-8B's grouped-query attention is drawn from (32, 8), never by hand.
-A chapter places one with a block the build hook (`widgets/figures.py`) renders:
+A chapter places one with a block the build hook (`widgets/build/figures.py`) renders:
 
     ```diagram
     name: heads_sharing            # the module

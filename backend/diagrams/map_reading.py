@@ -17,7 +17,7 @@ SHORT = {"<|endoftext|>": "<eot>"}
 
 def weights(text: str = DEFAULT) -> tuple[list[str], list[list[float]]]:
     """The tokens and the (T, T) averaged map the widget would show for `text`."""
-    from backend.widgets.attention_models import encode_book
+    from backend.compute.attention_models import encode_book
     e = encode_book(text)
     w = e.maps.mean(dim=(0, 1))  # (T, T): mean of all layers and heads
     return e.tokens, [[float(x) for x in row] for row in w]

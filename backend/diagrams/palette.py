@@ -1,6 +1,6 @@
 """The diagrams' colours, for the light and the dark scheme, and the stylesheet made from them.
 
-One meaning, one colour, as in the widgets (`backend.widgets.style.COLORS`): a query is the
+One meaning, one colour, as in the widgets (`backend.compute.style.COLORS`): a query is the
 same blue in a diagram as in a figure. A box's fill is its tone's colour mixed into the page's
 background (a tint on white, a shade on slate), so the page's text colour stays readable on
 every fill; `contrast()` measures it and the tests require 4.5:1 (WCAG AA) for every tone in
@@ -9,7 +9,7 @@ both schemes.
 
 from __future__ import annotations
 
-from backend.widgets.style import COLORS, THEMES
+from backend.compute.style import COLORS, THEMES
 
 # Material's page backgrounds: "default" (light) is white, "slate" is this (the runtime reads
 # the same colour back from the page when it composites heatmaps).

@@ -2,7 +2,7 @@
 
 A diagram is a function of a configuration (`draw(**config) -> Canvas`); this module is the
 pen. It writes no colour: every shape and every text carries a class (`tw-d-…`), and
-`widgets/runtime.css` maps the classes to the page's own colours, so one SVG reads on the light
+`widgets/runtime/runtime.css` maps the classes to the page's own colours, so one SVG reads on the light
 and the dark scheme alike (text is the page's text colour on fills mixed mostly from the page's
 background, 4.5:1 or better in both; `tests/diagrams/test_contrast.py` checks it).
 

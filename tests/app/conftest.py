@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import pytest
 
 from backend import settings
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 from tests.support.server import free_port, serve
 
 URL = "/api/widgets/attention_scaling"

@@ -10,7 +10,7 @@ import os
 import time
 
 from backend.app import create_app
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 
 def create():

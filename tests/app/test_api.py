@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from backend.app import create_app
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 URL = "/api/widgets/attention_scaling"
 
@@ -198,7 +198,7 @@ def test_non_finite_numbers_are_sent_as_null_never_as_bare_infinity(client, monk
     """`Infinity` is not JSON: one overflowing value would stop every widget on the page."""
     import json
 
-    from backend.widgets import REGISTRY
+    from backend.compute import REGISTRY
 
     module = REGISTRY["attention_scaling"]
     real = module.compute

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from backend.app import create_app
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = "/api/widgets/attention_scaling"
@@ -217,7 +217,7 @@ def test_a_release_never_reads_the_previous_codes_answers(tmp_path, redis_server
     first = _ask_from(tree, redis_server.url, site)
     same = _ask_from(tree, redis_server.url, site)
     assert first["cached"] is False and same == {"cached": True, "etag": first["etag"]}
-    widget = tree / "backend" / "widgets" / "attention_scaling.py"
+    widget = tree / "backend" / "compute" / "attention_scaling.py"
     widget.write_text(widget.read_text("utf-8") + "\n# the next release\n", "utf-8")
     after = _ask_from(tree, redis_server.url, site)
     assert after["cached"] is False and after["etag"] != first["etag"]

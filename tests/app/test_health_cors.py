@@ -14,7 +14,7 @@ def test_health_reports_the_device_kind_and_its_limits(client):
     body = client.get("/api/health").get_json()
     facts = body["accelerator"]
     assert facts["kind"] == device.kind() == ("cuda" if device.device().startswith("cuda") else "cpu")
-    from backend.widgets import REGISTRY, attention_cost
+    from backend.compute import REGISTRY, attention_cost
 
     assert body["limits"] == {name: m.device_limits() for name, m in REGISTRY.items()
                               if hasattr(m, "device_limits")}
@@ -34,7 +34,7 @@ def test_health_reports_the_device_kind_and_its_limits(client):
 
 
 def test_health_shows_a_widgets_own_device_limits(client, monkeypatch):
-    from backend.widgets import REGISTRY
+    from backend.compute import REGISTRY
 
     module = REGISTRY["attention_scaling"]
     monkeypatch.setattr(module, "device_limits", lambda: {"max_context": 123}, raising=False)

@@ -49,8 +49,8 @@ class _Module:
 
 
 def test_a_worker_answers_at_once_and_warms_in_the_background(monkeypatch):
+    import backend.compute as widgets
     import backend.gunicorn_conf as conf
-    import backend.widgets as widgets
 
     calls: list = []
     fake = {"slow_light": _Module("slow_light", "light", calls, 0.5),
@@ -177,8 +177,8 @@ def test_a_reader_who_arrives_while_a_worker_warms_is_served_before_the_rest(mon
     """The warm-up gives way: a computation that arrives while the worker warms runs before
     the warm-up's next widget (in order, whatever the timing), and /api/health says `warming`
     until the warm-up is done."""
+    import backend.compute as widgets
     import backend.gunicorn_conf as conf
-    import backend.widgets as widgets
     from backend.app import create_app
     from backend.app.limits import DEMAND, WARMING
 

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 
 from backend.app.query import _typed
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,9 +56,9 @@ def test_every_widget_has_a_valid_notebook_at_its_defaults(client, name):
 @pytest.mark.parametrize("name", list(REGISTRY))
 def test_the_notebook_carries_the_source_files_as_they_are(client, name):
     files = _book_files(nbformat.reads(_get(client, name).get_data(as_text=True), as_version=4))
-    assert f"backend/widgets/{name}.py" in files
+    assert f"backend/compute/{name}.py" in files
     for rel, text in files.items():
-        if rel == "backend/widgets/__init__.py":  # the registry of all widgets is replaced
+        if rel == "backend/compute/__init__.py":  # the registry of all widgets is replaced
             assert "import" not in text
             continue
         assert text == (ROOT / rel).read_text(), rel
@@ -80,9 +80,9 @@ def test_model_and_measured_widgets_say_so_in_the_first_cell(client):
     minilm = {n for n, s in first.items() if "**MiniLM.**" in s}
     measured = {n for n, s in first.items() if "measures *your own machine*" in s}
     # Known from the widgets' own code: who loads the book's weights, MiniLM, or takes timings.
-    loads = {n for n in REGISTRY if "shared_model" in (ROOT / f"backend/widgets/{n}.py").read_text()
-             or "encode_book" in (ROOT / f"backend/widgets/{n}.py").read_text()}
-    timed = {n for n in REGISTRY if "timing_lock" in (ROOT / f"backend/widgets/{n}.py").read_text()}
+    loads = {n for n in REGISTRY if "shared_model" in (ROOT / f"backend/compute/{n}.py").read_text()
+             or "encode_book" in (ROOT / f"backend/compute/{n}.py").read_text()}
+    timed = {n for n in REGISTRY if "timing_lock" in (ROOT / f"backend/compute/{n}.py").read_text()}
     assert loads <= model and {"attention_map", "attention_sink", "sampling", "kv_decode"} <= model
     assert "attention_map" in minilm and "attention_sink" in minilm
     assert measured == timed == {"sequential_vs_parallel", "attention_cost", "kv_decode",

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

@@ -13,15 +13,15 @@ import pytest
 
 from backend import prewarm
 from backend.app import create_app
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 
 def _docs_settings() -> list[tuple[str, dict]]:
     """Every widget block's params and every value() call's keywords in docs/, read with the
-    build's own reader (widgets/macros.py): what the manifest must list."""
+    build's own reader (widgets/build/macros.py): what the manifest must list."""
     import yaml
 
-    from widgets import macros
+    from widgets.build import macros
 
     found = []
     for page in sorted((ROOT / "docs").rglob("*.md")):

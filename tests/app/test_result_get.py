@@ -18,7 +18,7 @@ from werkzeug.datastructures import MultiDict
 
 from backend.app import limits
 from backend.app.query import params_from_query
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 LIGHT = [n for n, m in REGISTRY.items() if m.SPEC.cost_hint == "light"]

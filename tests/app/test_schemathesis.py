@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, Phase, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from backend.app import create_app
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 EXAMPLES = int(os.environ.get("BOOK_SCHEMATHESIS_EXAMPLES", "1000"))
 REAL_EXAMPLES = int(os.environ.get("BOOK_SCHEMATHESIS_EXAMPLES_REAL", "50"))

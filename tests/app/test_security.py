@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from backend.app import create_app, security
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 URL = "/api/widgets/attention_scaling"
@@ -123,7 +123,7 @@ def test_no_served_code_evaluates_or_unpickles_anything():
     """The modules a request can reach (the app and the widgets, with the reference code and
     the book's model loader) call no eval/exec/pickle/torch.load/subprocess."""
     found = []
-    for folder in ("backend/app", "backend/widgets", "backend/reference", "backend/bookmodel"):
+    for folder in ("backend/app", "backend/compute", "backend/reference", "backend/bookmodel"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             if path.name in {"train.py", "parity.py"} and "widgets" not in path.parts:
                 continue  # command-line tools, never imported by the server
@@ -138,7 +138,7 @@ def test_no_served_code_evaluates_or_unpickles_anything():
                 if name in {"eval", "exec", "compile", "__import__"} and \
                         isinstance(node.func, ast.Name):   # the builtins (not nn.Module.eval)
                     found.append(f"{path.name}:{node.lineno} {name}()")
-                if name == "import_module" and path != ROOT / "backend/widgets/__init__.py":
+                if name == "import_module" and path != ROOT / "backend/compute/__init__.py":
                     found.append(f"{path.name}:{node.lineno} import_module()")
                 if name == "load" and owner == "torch":
                     found.append(f"{path.name}:{node.lineno} torch.load()")
@@ -148,7 +148,7 @@ def test_no_served_code_evaluates_or_unpickles_anything():
                         found.append(f"{path.name}:{node.lineno} trust_remote_code")
     assert found == []
     # the registry imports modules named only by the constant list in its own source
-    registry = ast.parse((ROOT / "backend/widgets/__init__.py").read_text(encoding="utf-8"))
+    registry = ast.parse((ROOT / "backend/compute/__init__.py").read_text(encoding="utf-8"))
     assert any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "_MODULES"
                                                  for t in n.targets)
                and isinstance(n.value, (ast.Tuple, ast.List))

@@ -7,9 +7,9 @@ from __future__ import annotations
 import gzip
 import importlib
 
-from backend.widgets import REGISTRY, attention_cost
-from backend.widgets import attention_map as am
-from backend.widgets.spec import WidgetSpec
+from backend.compute import REGISTRY, attention_cost
+from backend.compute import attention_map as am
+from backend.compute.spec import WidgetSpec
 
 
 def _param(spec: dict, name: str) -> dict:
@@ -75,7 +75,7 @@ def test_an_unknown_widget_spec_is_a_json_404(client):
 def test_a_checkpoint_configured_at_serve_time_is_offered(client, monkeypatch):
     """BOOK_HF_CHECKPOINT is set where the server runs (an image, compose, k8s), after the pages
     were built: the served spec offers `local`, under a new ETag. (The module is reloaded, as in
-    tests/widgets/test_attention_map.py: its options are read when a server process imports it;
+    tests/compute/test_attention_map.py: its options are read when a server process imports it;
     tests/site/test_runtime_live_spec.py checks a real gunicorn started with the variable.)"""
     before = client.get("/api/widgets/attention_map")
     assert "local" not in _param(before.get_json(), "model")["options"]
@@ -98,7 +98,7 @@ def test_a_checkpoint_configured_at_serve_time_is_offered(client, monkeypatch):
 def test_cross_parameter_rules_are_in_the_spec_and_refused_before_computing(client, monkeypatch):
     """A spec's `check`/`limits` hooks: their rules in words in the spec answer and the OpenAPI
     document, and a request that breaks one is a 400 before any computation starts."""
-    from backend.widgets import paged_kv
+    from backend.compute import paged_kv
 
     spec = client.get("/api/widgets/multi_head").get_json()
     assert spec["rules"] and "cross-parameter rules" in spec["rules"][0]

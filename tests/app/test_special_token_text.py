@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 # A marker alone, and every marker of every family in one passage (a request each: the model
 # widgets take a second or more per request on a 2-core CPU).

@@ -128,8 +128,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="cold_start", help="file name under results/ (no suffix)")
     args = ap.parse_args(argv)
     from backend import settings
+    from backend.compute import REGISTRY
     from backend.host import available_cpus
-    from backend.widgets import REGISTRY
 
     names = [n for n in args.widgets.split(",") if n] or [
         n for n, m in REGISTRY.items()

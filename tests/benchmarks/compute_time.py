@@ -39,8 +39,8 @@ def main(argv=None) -> int:
 
     from backend import settings
     from backend.app.api import run
+    from backend.compute import REGISTRY
     from backend.host import available_cpus
-    from backend.widgets import REGISTRY
 
     workers = settings.load(dict(os.environ))["WEB_CONCURRENCY"]
     threads = max(1, available_cpus() // workers)

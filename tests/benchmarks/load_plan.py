@@ -82,8 +82,8 @@ HEAVY_MOVES = {
 def plan_moves(widgets: set[str] | None = None, shared_stops: int = 8,
                spread: int = 64) -> list[Move]:
     """One Move per (widget, numeric slider) the book has; every value checked by the spec."""
-    from backend.widgets import REGISTRY
-    from backend.widgets.spec import ParamError
+    from backend.compute import REGISTRY
+    from backend.compute.spec import ParamError
 
     moves = []
     for name, module in REGISTRY.items():

@@ -43,7 +43,7 @@ def measure() -> dict:
     import torch
 
     from backend import device
-    from backend.widgets import REGISTRY
+    from backend.compute import REGISTRY
 
     rows = []
     for name, params, keys in SETTINGS:

@@ -68,8 +68,8 @@ def main() -> None:
 
     import torch
 
+    from backend.compute import induction_lab
     from backend.smollm2 import load
-    from backend.widgets import induction_lab
 
     converted = load.converted()
     had = converted.is_file()

@@ -13,8 +13,8 @@ from functools import cache
 import pytest
 import torch
 
-from backend.widgets import attention_map as am
-from backend.widgets import attention_sink as sink
+from backend.compute import attention_map as am
+from backend.compute import attention_sink as sink
 
 
 @cache

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
+from backend.compute import mlp, rmsnorm
 from backend.reference.residual import WIRINGS, activation_norms, gradient_by_layer
-from backend.widgets import mlp, rmsnorm
 
 
 def run(module, **params):

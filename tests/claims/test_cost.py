@@ -10,9 +10,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from backend.compute import attention_cost as w
 from backend.reference import attention_cost as ac
 from backend.reference.presets import PRESETS
-from backend.widgets import attention_cost as w
 
 TOP = w.CEILING
 N_HEADS = (1, 2, 8, 32)
@@ -47,8 +47,8 @@ def test_the_handouts_table_of_work():
 # 1,049 GB, about 7 times the 150 GB an H200 reports (sold as 141 GB ...). Stored whole, it cannot fit on any one
 # accelerator." And later: "the whole table is several times too big for any one accelerator".
 def test_a_layer_of_scores_at_128k_is_about_seven_h200s():
+    from backend.compute import kv_cache
     from backend.reference.serving import CARDS
-    from backend.widgets import kv_cache
 
     v = values(context_len=16)
     t = v["table"]["128000"]

@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from backend.compute import attention_cost as w
 from backend.reference import attention_cost as ac
-from backend.widgets import attention_cost as w
 
 TOP = w.CEILING
 HEAD_DIMS = (16, 64, 256)                 # the head-size slider's ends and default

@@ -9,11 +9,11 @@ from fractions import Fraction
 
 import pytest
 
+from backend.compute import decode_roofline as dr
 from backend.reference import decode_time as dt
 from backend.reference import serving
 from backend.reference.counting import count_parameters
 from backend.reference.presets import DECODER_PRESETS, PRESETS
-from backend.widgets import decode_roofline as dr
 
 LLAMA3 = PRESETS["llama-3-8b"]
 

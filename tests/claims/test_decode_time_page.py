@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from backend.compute import decode_roofline as dr
 from backend.reference import decode_time as dt
 from backend.reference import serving
 from backend.reference.presets import PRESETS
-from backend.widgets import decode_roofline as dr
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "docs/chapters/decode-time.md"

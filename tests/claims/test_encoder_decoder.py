@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from backend.compute import enc_dec_masks as w
 from backend.reference import masks
 from backend.reference.encoder_decoder import EncoderDecoder, seq2seq_masks
-from backend.widgets import enc_dec_masks as w
 
 N = w.MAX_LEN
 # every setting the sliders allow: lengths 1..12, padding below each length

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
+from backend.compute import training_signal as w
 from backend.reference import training_signal as ts
-from backend.widgets import training_signal as w
 
 LENGTHS = range(2, 4097)
 RATES = [round(0.01 * i, 2) for i in range(1, 51)]  # every stop of the slider

@@ -11,8 +11,8 @@ from functools import cache
 
 import torch
 
-from backend.widgets import generation_steps as gs
-from backend.widgets import induction_lab as lab
+from backend.compute import generation_steps as gs
+from backend.compute import induction_lab as lab
 
 
 @cache

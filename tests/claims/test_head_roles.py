@@ -11,10 +11,10 @@ from pathlib import Path
 
 import torch
 
+from backend.compute import attention_map as am
+from backend.compute import head_roles as hr
+from backend.compute import induction_lab as lab
 from backend.reference.head_roles import induction_targets
-from backend.widgets import attention_map as am
-from backend.widgets import head_roles as hr
-from backend.widgets import induction_lab as lab
 
 CHAPTER = Path(__file__).resolve().parents[2] / "docs/chapters/attention-maps.md"
 
@@ -52,7 +52,7 @@ def test_the_strongest_induction_head_is_the_labs_and_it_copies_the_repeat():
     came next the first time.'"""
     v, t = run(), lab_values()["top_induction"]
     assert (v["top"]["layer"], v["top"]["head"]) == (t["layer"], t["head"])
-    from backend.widgets.attention_models import encode_smollm2
+    from backend.compute.attention_models import encode_smollm2
 
     e = encode_smollm2(hr.TEXT, hr.MAX_TOKENS)
     targets = induction_targets(e.ids)

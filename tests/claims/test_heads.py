@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from backend.widgets import multi_head as mh
+from backend.compute import multi_head as mh
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = [(h, k, d) for d in (64, 256, 512, 1024) for h in (2, 4, 8, 16) if d % h == 0

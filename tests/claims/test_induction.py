@@ -12,7 +12,7 @@ from functools import cache
 
 import pytest
 
-from backend.widgets import induction_lab as lab
+from backend.compute import induction_lab as lab
 
 
 @cache

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from backend.compute import kv_decode as w
+from backend.compute import measure
 from backend.reference.generate import token_steps
 from backend.reference.kv_cache import kv_cache_bytes_for
-from backend.widgets import kv_decode as w
-from backend.widgets import measure
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -288,7 +288,7 @@ def test_the_notebooks_bare_tensor_model_gains_more_at_400_steps():
 
 def test_output_tokens_are_priced_above_input_in_the_linked_example():
     """'a higher one for output tokens': the prices serving.md's prefix-caching section uses."""
-    from backend.widgets import prefix_cache_cost
+    from backend.compute import prefix_cache_cost
     default = {p.name: p.default for p in prefix_cache_cost.SPEC.params}
     assert default["price_output"] > default["price_input"]
     text = (ROOT / "docs/chapters/serving.md").read_text()

@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from backend.compute import REGISTRY
 from backend.reference.llama_compare import ATTENTION_TOLERANCE, LOGIT_TOLERANCE
 from backend.reference.presets import PRESETS
-from backend.widgets import REGISTRY
 
 PARITY = REGISTRY["parity"]
 
@@ -90,7 +90,7 @@ def test_silu_is_the_default_activation_and_the_mask_is_built_outside_attention(
 
 
 def test_bad_heads_refused_with_the_rule():
-    from backend.widgets.spec import ParamError
+    from backend.compute.spec import ParamError
 
     with pytest.raises(ParamError, match="must divide"):
         values(n_heads=8, n_kv=3)
@@ -103,7 +103,7 @@ def test_the_parameter_cap_refuses_what_the_text_says(move):
     """'The widest combinations are refused, with the parameter count and the controls to lower'
     (chapter); 'at the widest width four layers, sixteen query and sixteen key/value heads, or the
     largest vocabulary are refused' (docs/chapters/_compute/llama.md)."""
-    from backend.widgets.spec import ParamError
+    from backend.compute.spec import ParamError
 
     assert PARITY.SPEC.params[[p.name for p in PARITY.SPEC.params].index("vocab")].max == 4096
     with pytest.raises(ParamError, match=f"{PARITY.MAX_PARAMS:,}"):
@@ -114,7 +114,7 @@ def test_the_parameter_cap_refuses_what_the_text_says(move):
 def test_head_sliders_follow_the_rules():
     """'query heads must divide the width and leave an even head width; key/value heads must
     divide the query heads; any other value is refused with the rule it breaks'."""
-    from backend.widgets.spec import ParamError
+    from backend.compute.spec import ParamError
 
     for d in range(16, 257, 16):
         for h in range(1, 17):
@@ -130,13 +130,10 @@ def test_mask_is_additive_for_eager_only_and_default_kernel_is_not_eager():
     """'create_causal_mask ... additive for eager, boolean for SDPA, None when nothing is padded';
     'a model built from a bare LlamaConfig reports sdpa'; the registry has no 'eager' entry of its
     own: get_interface falls back to eager_attention_forward."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "widgets"))
-    import hf_source
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     from transformers.models.llama import modeling_llama as ml
+
+    from widgets.build import hf_source
 
     assert hf_source.mask_dtype("eager") == "torch.float32"
     assert hf_source.mask_dtype("sdpa") == "torch.bool"

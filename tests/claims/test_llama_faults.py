@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from backend.compute import REGISTRY
 from backend.reference.llama_compare import LOGIT_TOLERANCE
-from backend.widgets import REGISTRY
 
 PARITY = REGISTRY["parity"]
 

@@ -9,7 +9,7 @@ from functools import cache
 
 import pytest
 
-from backend.widgets import parity as PARITY
+from backend.compute import parity as PARITY
 
 
 @cache

@@ -7,8 +7,8 @@ import itertools
 import pytest
 import torch
 
+from backend.compute import causal_mask as cm
 from backend.reference import masks
-from backend.widgets import causal_mask as cm
 
 FLOODED = "the river bank flooded"
 

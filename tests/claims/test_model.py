@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 MP = REGISTRY["model_params"]
 SA = REGISTRY["sampling"]
@@ -218,7 +218,7 @@ def test_smollm2s_next_token_distribution_is_barely_sharper_on_the_river_prompt(
     """'It is barely sharper on this prompt: its untouched entropy is 5.85 nats against the
     book's model's 6.08 (over a vocabulary twelve times as large), its most likely token ... has
     only 5.8% (the book's model's ... 3.4%), and top-p = 0.9 leaves 876 tokens.'"""
-    from backend.widgets import sampling
+    from backend.compute import sampling
 
     def s(**p):
         return sampling.compute(sampling.SPEC.resolve(p))["values"]

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from backend.compute import kv_levers as lw
+from backend.compute import paged_kv as pw
 from backend.reference import kv_levers as kl
 from backend.reference.paged import PagedKV, cdiv
 from backend.reference.paged_replay import replay
-from backend.widgets import kv_levers as lw
-from backend.widgets import paged_kv as pw
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = (ROOT / "docs/chapters/paged-kv.md").read_text(encoding="utf-8")
@@ -222,7 +222,7 @@ def test_check_yourself_at_2000_tokens_4bit_beats_the_window():
 
 
 def test_fp8_here_counts_values_only_and_serving_adds_a_scale_per_vector():
-    from backend.widgets import kv_cache as kw
+    from backend.compute import kv_cache as kw
     s = kw.compute(kw.SPEC.resolve({"dtype": "fp8"}))["values"]
     v = lv()
     assert v["fp8_bytes_per_token"] == s["values_per_token_bytes"] == 65_536

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
+from backend.compute import positions as w
+from backend.compute.spec import sweep
 from backend.reference import rope
-from backend.widgets import positions as w
-from backend.widgets.spec import sweep
 
 SPEC = w.SPEC
 THETAS = (100.0, 1000.0, 10000.0, 500000.0, 1_000_000.0, 10_000_000.0)
@@ -205,7 +205,7 @@ def test_the_books_experiment_adds_the_positions_to_the_raw_vectors_and_pe_stays
 
 
 def test_minilms_learned_table_has_one_row_per_position_and_no_row_past_it():
-    from backend.widgets import attention_map as am
+    from backend.compute import attention_map as am
     info = am.compute(am.SPEC.resolve({**am.SPEC.defaults(), "model": "minilm"}))["values"]["model_info"]
     model, _ = am._hf(str(am.minilm_dir()))
     assert info["position_table"] == list(model.embeddings.position_embeddings.weight.shape)

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
+from backend.compute import sequential_vs_parallel as w
 from backend.reference import recurrence as r
-from backend.widgets import sequential_vs_parallel as w
 
 # a timing lock of each test's own (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("private_timing_lock")

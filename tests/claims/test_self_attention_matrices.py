@@ -9,8 +9,8 @@ import math
 import pytest
 import torch
 
+from backend.compute import river_bank as w
 from backend.reference import river_bank as rb
-from backend.widgets import river_bank as w
 
 # three words of four numbers: one torch thread (tests/claims/conftest.py)
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

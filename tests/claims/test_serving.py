@@ -9,10 +9,10 @@ from fractions import Fraction
 import pytest
 import torch
 
+from backend.compute import kv_cache as kc
+from backend.compute import model_params as mp
 from backend.reference import serving
 from backend.reference.presets import DECODER_PRESETS
-from backend.widgets import kv_cache as kc
-from backend.widgets import model_params as mp
 
 
 def kv(**p):
@@ -307,7 +307,7 @@ def test_the_model_the_book_runs_caches_half_what_its_float32_run_held():
     ... 46,080 bytes per position in float32, twice as many'; 'One user's cache would outweigh its
     weights at 11,677 tokens (Llama 3 8B's at 122,554), and two users at its full context of
     8,192 tokens already do'"""
-    from backend.widgets import generation_steps as gs
+    from backend.compute import generation_steps as gs
 
     s = v(preset="smollm2-135m")
     held = gs.compute(gs.SPEC.resolve({}))["values"]

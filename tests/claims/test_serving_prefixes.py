@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from backend.compute import prefix_cache_cost as pc
 from backend.reference.config import ModelConfig
 from backend.reference.model import DecoderLM
-from backend.widgets import prefix_cache_cost as pc
 
 
 def cost(**p):
@@ -105,8 +105,8 @@ def test_exercise_3_half_the_input_saves_a_fifth():
 
 def test_no_value_that_starts_a_line_renders_as_a_list_marker():
     """A continuation line that begins '3. ' or '64) ' would start a new list item."""
-    from widgets.hook import value_macro
-    from widgets.macros import expand
+    from widgets.build.macros import expand
+    from widgets.build.widget_blocks import value_macro
 
     text = (Path(__file__).resolve().parents[2] / "docs/chapters/serving.md").read_text()
     for n, line in enumerate(text.splitlines(), 1):

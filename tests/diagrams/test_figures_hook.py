@@ -9,7 +9,7 @@ import pytest
 from mkdocs.exceptions import PluginError
 
 from tests.support.build import stops_the_build
-from widgets import figures, macros
+from widgets.build import figures, macros
 
 NAV = [{"Home": "index.md"},
        {"Part I": [{"One": "chapters/one.md"}, {"Two": "chapters/two.md"}]},

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
+from backend.compute import attention_map as w
 from backend.diagrams import map_reading
-from backend.widgets import attention_map as w
 
 SHORT, LONGER = "The animal was there", "The animal was not there"
 

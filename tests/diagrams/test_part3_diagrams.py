@@ -99,8 +99,8 @@ def test_the_memory_budget_is_the_reference_arithmetic():
 def test_the_memory_budget_counts_the_users_the_kv_cache_widget_counts():
     """Figure and text agree: each row's users are the kv_cache widget's users_fit (the
     multi-head row as the custom model with n_kv = h, whose weights are its own)."""
+    from backend.compute import kv_cache
     from backend.diagrams import memory_budget
-    from backend.widgets import kv_cache
 
     def widget(**kw):
         return kv_cache.compute(kv_cache.SPEC.resolve(kw))["values"]

@@ -48,7 +48,7 @@ SETTINGS = {"BOOK_RATE_LIMIT": "off",
 def largest(spec) -> list[dict]:
     """Parameter sets at the top of every range: each number at its effective maximum (given
     the others), each text at its length limit; then one set per choice/bool value."""
-    from backend.widgets.spec import ParamError
+    from backend.compute.spec import ParamError
 
     labels = {p.name: p.label for p in spec.params}
     base = spec.defaults()
@@ -114,7 +114,7 @@ def shrink(spec, params: dict, body: dict) -> dict | None:
     """A smaller set after a budget's 400: every control the message names ('label' in quotes,
     or the param it reports) cut to 70 % of its way above its minimum, where the spec still
     accepts the result. None: nothing left to shrink."""
-    from backend.widgets.spec import ParamError
+    from backend.compute.spec import ParamError
 
     named = set(re.findall(r"'([^']+)'", body.get("error", ""))) | {body.get("param")}
     out = dict(params)
@@ -139,7 +139,7 @@ def shrink(spec, params: dict, body: dict) -> dict | None:
 
 
 def test_largest_params_of_every_widget_at_once_stay_under_the_memory_bound(tmp_path):
-    from backend.widgets import REGISTRY
+    from backend.compute import REGISTRY
 
     jobs = [(name, v) for name, m in REGISTRY.items() for v in largest(m.SPEC)]
     peak = {"pss": 0, "rss": 0}

@@ -4,7 +4,7 @@
 
 `format.json`: numbers, the specs' `fmt` fields, and what Python's `format(x, fmt)` writes
 (the runtime's format.js must write the same). `spec.json`: every widget's spec as the page gets
-it, and settings with what backend/widgets/spec.py answers at each: a param's effective range under the
+it, and settings with what backend/compute/spec.py answers at each: a param's effective range under the
 other params (`Param.effective`) and the message for a value (`Param.validate`, then
 `Param.validate_with`; null when valid) — the runtime's spec.js must answer the same.
 tests/js/test_cases.py checks the files are what Python answers today; `node --test tests/js`
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from backend.widgets import REGISTRY  # noqa: E402
-from backend.widgets.spec import ParamError  # noqa: E402
+from backend.compute import REGISTRY  # noqa: E402
+from backend.compute.spec import ParamError  # noqa: E402
 
 HERE = Path(__file__).resolve().parent / "cases"
 

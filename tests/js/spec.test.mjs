@@ -1,4 +1,4 @@
-// The runtime's spec rules (widgets/runtime/spec.js) answer as backend/widgets/spec.py does, on
+// The runtime's spec rules (widgets/runtime/spec.js) answer as backend/compute/spec.py does, on
 // the cases Python wrote (tests/js/cases.py -> cases/spec.json): every widget's spec as the page
 // gets it, a param's effective range under the other params (Param.effective), and the message
 // for a value (Param.validate, then Param.validate_with; null when valid).

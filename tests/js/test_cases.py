@@ -1,5 +1,5 @@
 """The node tests' shared cases (tests/js/cases/*.json) are what Python answers today: its own
-`format` and backend/widgets/spec.py. A spec, a rule or a format that changes makes this fail
+`format` and backend/compute/spec.py. A spec, a rule or a format that changes makes this fail
 until the cases are written again (`.venv/bin/python tests/js/cases.py`), so the runtime is then
 checked against the new answers by `node --test tests/js` (run by `make test`)."""
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from backend.compute import REGISTRY
 from backend.reference.residual import gradient_by_layer
-from backend.widgets import REGISTRY
 
 TRIALS, THREADS = 20, 8
 
@@ -55,7 +55,7 @@ def test_seeded_layers_are_the_same_under_eight_concurrent_requests():
 def test_a_model_built_once_at_warm_up_is_the_same_while_requests_draw():
     """enc_dec_masks builds its small encoder-decoder once per worker, at warm-up, while readers'
     requests are computed on other threads."""
-    from backend.widgets import enc_dec_masks
+    from backend.compute import enc_dec_masks
 
     enc_dec_masks._model.cache_clear()
     alone = {k: v.clone() for k, v in enc_dec_masks._model().state_dict().items()}

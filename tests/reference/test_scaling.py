@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from backend.compute import REGISTRY
 from backend.reference import scaling
-from backend.widgets import REGISTRY
 
 
 def _handout_one_liner(dims, n_pairs, seed=0):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 EXTERNAL = re.compile(r"^(https?:)?//", re.I)
@@ -213,7 +213,7 @@ def test_chapters_with_a_far_widget_link_to_it_under_the_title(built_site):
 
 def test_the_book_shows_its_own_syntax(built_site):
     """The instructors' page shows a widget block and a value() call as code, and the same call
-    in its prose as the number: widgets/macros.py and the widget fence never read code."""
+    in its prose as the number: widgets/build/macros.py and the widget fence never read code."""
     page = (built_site / "instructors/index.html").read_text(encoding="utf-8")
     shown = html.unescape(re.sub(r"<[^>]+>", "", page))
     call = '{{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}'

@@ -34,7 +34,6 @@ def _small_build(out: Path, api_url: str) -> Path:
     (docs / "chapters").mkdir(parents=True)
     for rel in ["chapters/scaling.md", "glossary.md"]:  # the glossary hook reads its page
         (docs / rel).write_text((ROOT / "docs" / rel).read_text())
-    hooks = "\n".join(f"  - {ROOT / 'widgets' / h}" for h in ["glossary.py", "figures.py", "hook.py"])
     config = out / "mkdocs.yml"
     config.write_text(f"""INHERIT: {ROOT / 'mkdocs.yml'}
 docs_dir: {docs}
@@ -42,7 +41,7 @@ strict: false
 theme:
   custom_dir: {ROOT / 'widgets' / 'theme'}
 hooks:
-{hooks}
+  - {ROOT / 'widgets' / 'build' / 'hooks.py'}
 plugins:
   - search
 validation:

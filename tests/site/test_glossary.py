@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "widgets"))
 
-import glossary  # noqa: E402
+from widgets.build import glossary  # noqa: E402
 
 TERMS = glossary.parse((ROOT / "docs" / "glossary.md").read_text(encoding="utf-8"))
 

@@ -4,17 +4,15 @@ with its version and licence, and none of its code is stored in the repository."
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from mkdocs.exceptions import PluginError
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "widgets"))
-import hf_source  # noqa: E402
+from widgets.build import hf_source  # noqa: E402
 
-from widgets import macros  # noqa: E402
+from widgets.build import macros  # noqa: E402
 from tests.support.build import stops_the_build  # noqa: E402
 
 CHAPTER = (ROOT / "docs/chapters/llama.md").read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ import json
 import pytest
 from widget_page import wait_source
 
-from backend.widgets import REGISTRY
+from backend.compute import REGISTRY
 from tests.support.browser import DESKTOP, new_page
 
 pytestmark = pytest.mark.browser

@@ -1,4 +1,4 @@
-"""The book's macro reader (widgets/macros.py) and its widget fence, without a build: macros
+"""The book's macro reader (widgets/build/macros.py) and its widget fence, without a build: macros
 are read outside code only, their arguments once, and every mistake names the page and call;
 a widget block is a pymdownx.superfences fence, so a page can show one as code."""
 
@@ -9,7 +9,7 @@ import pytest
 from mkdocs.exceptions import PluginError
 
 from tests.support.build import stops_the_build
-from widgets import macros
+from widgets.build import macros
 
 CALL = '{{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}'
 
@@ -115,8 +115,8 @@ def test_prose_braces_that_open_no_call_are_left_alone():
 
 @pytest.fixture
 def hook(monkeypatch):
-    """widgets/hook.py with its compute stubbed: the fence, the keys and the payload are real."""
-    from widgets import hook
+    """widgets/build/widget_blocks.py with its compute stubbed: the fence, the keys and the payload are real."""
+    from widgets.build import widget_blocks as hook
 
     monkeypatch.setattr(hook, "_compute", lambda name, params_json: {
         "values": {"var_unscaled": 64.04}, "figure": {"data": [], "layout": {}}})

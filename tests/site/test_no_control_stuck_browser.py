@@ -27,8 +27,8 @@ import pytest
 from werkzeug.datastructures import MultiDict
 
 from backend.app.query import params_from_query
-from backend.widgets import REGISTRY
-from backend.widgets.spec import ParamError
+from backend.compute import REGISTRY
+from backend.compute.spec import ParamError
 from tests.support.browser import DESKTOP, new_page
 
 pytestmark = pytest.mark.browser

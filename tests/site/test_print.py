@@ -110,7 +110,7 @@ def test_links_inside_the_book_stay_on_the_print_page(book):
 
 @pytest.fixture(scope="module")
 def printer():
-    spec = importlib.util.spec_from_file_location("print_pdf", ROOT / "widgets/print_pdf.py")
+    spec = importlib.util.spec_from_file_location("print_pdf", ROOT / "widgets/build/print_pdf.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from widget_page import value_text
 
-from backend.widgets import river_bank
+from backend.compute import river_bank
 from tests.support.browser import PHONE, new_page
 
 pytestmark = pytest.mark.browser
@@ -134,7 +134,7 @@ def test_phone_layout_stacks_the_panels(browser, server):
 # ------------------------------------------------------------ the built pages themselves
 
 def test_built_chapter_has_computed_numbers_and_real_source(built_site):
-    from backend.widgets import river_bank
+    from backend.compute import river_bank
 
     html = (built_site / "chapters/self-attention/index.html").read_text(encoding="utf-8")
     v = river_bank.compute(river_bank.SPEC.defaults())["values"]

@@ -82,7 +82,7 @@ def test_cached_decoding_gives_the_full_forwards_logits_and_greedy_text(ours, th
 def test_head_scores_from_transformers_attention_are_the_widgets(ours, theirs):
     """The head_roles widget's scores, recomputed by plain loops from LlamaForCausalLM's own
     attention weights on the widget's text."""
-    from backend.widgets import head_roles
+    from backend.compute import head_roles
 
     v = head_roles.compute(head_roles.SPEC.resolve({}))["values"]
     _, tok = ours

@@ -43,7 +43,7 @@ def computes(request, widget: str | None = None) -> bool:
 def setting(request) -> dict:
     """The setting such a request carries, typed as the server reads it (`?d_k=64` -> 64)."""
     from backend.app.query import _typed
-    from backend.widgets import REGISTRY
+    from backend.compute import REGISTRY
 
     url = urlsplit(request.url)
     spec = REGISTRY[_RESULT.search(request.url)["name"]].SPEC

@@ -10,9 +10,9 @@ from functools import cache
 
 import torch
 
+from backend.compute import REGISTRY
 from backend.device import device
 from backend.reference import scaling
-from backend.widgets import REGISTRY
 
 MODULE = REGISTRY["attention_scaling"]
 # The page starts at seed 0. CLAIMS_SEED=n reruns every claim on another draw, to show that a

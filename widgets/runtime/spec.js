@@ -1,4 +1,4 @@
-/* The spec's rules in the browser, mirror of backend/widgets/spec.py: a param's effective
+/* The spec's rules in the browser, mirror of backend/compute/spec.py: a param's effective
  * range under the other params (spec.Depends, spec.Limit), the check of a value (the same words
  * as the server's 400), a slider's stops and positions. Pure: no DOM, so node imports it
  * (tests/js/spec.test.mjs checks it against spec.py on shared cases). */

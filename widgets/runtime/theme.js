@@ -15,7 +15,7 @@ export function merge(base, patch) {
   return out;
 }
 
-/* Light and dark figure colours come from the server (backend/widgets/style.py), written
+/* Light and dark figure colours come from the server (backend/compute/style.py), written
  * into every page's head by the build hook. */
 var THEME = null;
 export function themeData() {

@@ -1,0 +1,347 @@
+"""MkDocs hook: turns widget blocks into live widgets and computed numbers into prose.
+
+In a chapter's markdown, a fence (pymdownx.superfences renders it; this hook registers it):
+
+    ```widget
+    name: attention_scaling
+    params: {d_k: 128}          # optional: the values the page starts from
+    id: scaling-demo            # optional: the instance's key in shared links
+    ```
+
+becomes a `<div data-widget>` carrying the widget's spec and results baked at build time
+(the start values plus the spec's bake points), which the runtime (`widgets/runtime/`) mounts. And
+
+    {{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}
+
+is replaced by the number the widget computes for those parameters, so prose cannot drift
+from code. This hook expands every macro of a page (widgets/build/macros.py reads them, outside
+code; `hf_source`, `hf_info`, `fig` and `collected` are handled by their own modules). The
+hook also ships the browser libraries (Plotly, KaTeX) from `node_modules/` into the site, so
+the built book loads nothing from outside itself, and gzips text assets.
+"""
+
+from __future__ import annotations
+
+import gzip
+import html
+import json
+import logging
+import os
+import posixpath
+import re
+import sys
+from functools import cache
+from pathlib import Path
+
+import yaml
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[2]
+# Notebooks executed by the build (their kernels inherit this environment) draw their figures
+# as HTML for the page's own plotly.js; run anywhere else they use plotly's own renderer.
+os.environ.setdefault("BOOK_BUILD", "1")
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from backend import settings  # noqa: E402
+from backend.compute import REGISTRY  # noqa: E402  (needs the repo root on sys.path)
+from backend.compute.serialize import finite  # noqa: E402
+from backend.compute.spec import ParamError  # noqa: E402
+from backend.compute.style import theme_payload  # noqa: E402
+from widgets.build import figures, hf_source, macros  # noqa: E402
+
+log = logging.getLogger("mkdocs.hooks.widgets")
+
+NODE = ROOT / "node_modules"
+RUNTIME_MODULES = sorted((ROOT / "widgets/runtime").glob("*.js"))
+# site path -> source path. Only what the pages load; KaTeX's woff2 fonts are enough for
+# every browser that runs the rest of the site.
+VENDOR = {
+    "assets/vendor/plotly.min.js": NODE / "plotly.js-cartesian-dist-min/plotly-cartesian.min.js",
+    "assets/vendor/katex/katex.min.js": NODE / "katex/dist/katex.min.js",
+    "assets/vendor/katex/katex.min.css": NODE / "katex/dist/katex.min.css",
+    "assets/vendor/katex/contrib/auto-render.min.js":
+        NODE / "katex/dist/contrib/auto-render.min.js",
+    "assets/book/runtime.css": ROOT / "widgets/runtime/runtime.css",
+    # the runtime: native ES modules, entry main.js (mkdocs.yml), imported by relative paths
+    **{f"assets/book/runtime/{module.name}": module for module in RUNTIME_MODULES},
+    **{f"assets/vendor/katex/fonts/{font.name}": font
+       for font in sorted((NODE / "katex/dist/fonts").glob("*.woff2"))},
+}
+
+
+# The API the built pages call: `BOOK_API_URL` at build time (a site on a static host calling
+# an API on another origin, e.g. https://api.example.edu/api), else /api on the same origin.
+# Read and checked through the one settings table, like every other variable.
+API_BASE = settings.get("BOOK_API_URL") or "/api"
+
+
+# ---------------------------------------------------------------------------- computations
+
+@cache
+def _compute(name: str, params_json: str) -> dict:
+    module, params = REGISTRY[name], json.loads(params_json)
+    out = module.compute(params)
+    facts = getattr(module, "facts", None)  # values only the prose quotes: the build's alone
+    if facts is not None:
+        out = {**out, "values": {**out["values"], **facts(params)}}
+    return out
+
+
+# Every (widget, resolved params) the pages use, in the order first met: written to
+# `assets/book/settings.json` after the build, the list `make prewarm` warms (it reads it from
+# the built site or from the server, so the image needs no docs/ and no copy of this parser).
+SETTINGS_MANIFEST = "assets/book/settings.json"
+USED: dict[str, tuple[str, dict]] = {}
+
+
+def compute(name: str, params: dict) -> dict:
+    """Validated, memoized compute: every page and value call shares one result per params."""
+    module = REGISTRY.get(name)
+    if module is None:
+        raise PluginError(f"unknown widget {name!r}; known: {', '.join(sorted(REGISTRY))}")
+    try:
+        resolved = module.SPEC.resolve(params)
+    except ParamError as exc:
+        raise PluginError(f"widget {name!r}: {exc}") from None
+    key = json.dumps(resolved, sort_keys=True)
+    USED.setdefault(f"{name}:{key}", (name, resolved))
+    return {"params": resolved, **_compute(name, key)}
+
+
+def lookup(values: dict, path: str):
+    """`top.0.weight` -> values["top"][0]["weight"]."""
+    node = values
+    for part in path.split("."):
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    return node
+
+
+def format_value(value, fmt: str) -> str:
+    return format(value, fmt) if fmt else str(value)
+
+
+# ------------------------------------------------------------------------------- markdown
+
+def value_macro(call: macros.Call) -> str:
+    """`{{ value("widget", "path", fmt=".1f", **params) }}`: the number, HTML-escaped."""
+    if len(call.args) != 2 or not all(isinstance(a, str) for a in call.args):
+        raise PluginError("value() takes a widget name and a value name")
+    kwargs = dict(call.kwargs)
+    fmt = kwargs.pop("fmt", "")
+    name, path = call.args
+    result = compute(name, kwargs)
+    try:
+        value = lookup(result["values"], path)
+    except (KeyError, IndexError, ValueError, TypeError):
+        raise PluginError(f"widget {name!r} has no value {path!r}") from None
+    return html.escape(format_value(value, fmt))
+
+
+def page_macros(config) -> dict[str, macros.Handler]:
+    """Every macro a page may call, by name."""
+    return {"value": value_macro, **hf_source.MACROS, **figures.macros(config)}
+
+
+INSTANCE_ID = re.compile(r"^[A-Za-z][\w-]{0,39}$")
+
+
+def instance_key(name: str, block: dict, seen: dict, where: str) -> str:
+    """The prefix of this instance's keys in the page URL. The first `attention_map` on a page
+    owns `attention_map.<param>`, the second `attention_map.2.<param>`, unless the block names
+    an explicit `id:`; two instances never share a key."""
+    seen[name] = seen.get(name, 0) + 1
+    key = block.get("id")
+    if key is not None:
+        if not isinstance(key, str) or not INSTANCE_ID.match(key) or key in REGISTRY:
+            raise PluginError(f"{where}: widget id {key!r} must be a short name (letters, digits, "
+                              "- or _) that is not a widget's name")
+    else:
+        key = name if seen[name] == 1 else f"{name}.{seen[name]}"
+    if key in seen.setdefault("__keys__", set()):
+        raise PluginError(f"{where}: two widgets on this page share the key {key!r}")
+    seen["__keys__"].add(key)
+    return key
+
+
+def read_widget_block(body: str, where: str) -> dict:
+    try:
+        block = yaml.safe_load(body) or {}
+    except yaml.YAMLError as exc:
+        raise PluginError(f"{where}: widget block is not valid YAML: {exc}") from None
+    if not isinstance(block, dict) or "name" not in block:
+        raise PluginError(f"{where}: a widget block needs `name: <widget>`")
+    unknown = set(block) - {"name", "params", "id"}
+    if unknown:
+        raise PluginError(f"{where}: unknown key(s) {sorted(unknown)} in a widget block")
+    return block
+
+
+def render_widget_block(body: str, where: str, instances: dict | None = None) -> str:
+    """The `<div data-widget>` of one widget block (its YAML `body`), with its baked results.
+    `instances`: the page's instance keys so far (see instance_key)."""
+    block = read_widget_block(body, where)
+    name = block["name"]
+    start = block.get("params") or {}
+    try:
+        first = compute(name, start)
+    except PluginError as exc:
+        raise PluginError(f"{where}: {exc.message}") from None
+    spec = REGISTRY[name].SPEC
+    baked, seen = [first], {json.dumps(first["params"], sort_keys=True)}
+    for point in spec.bake_points():
+        key = json.dumps(point, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            baked.append(compute(name, point))
+    key = instance_key(name, block, {} if instances is None else instances, where)
+    payload = {"spec": spec.to_json(), "start": first["params"], "api": API_BASE,
+               "key": key, "baked": baked}
+    # `</` must not end the script element early; JSON allows the escaped form.
+    data = json.dumps(finite(payload), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return (f'<div class="tw-widget" data-widget="{html.escape(name)}" '
+            f'id="{widget_id(key)}" data-key="{html.escape(key)}">'
+            f'<script type="application/json" class="tw-config">{data}</script>'
+            f'<noscript>This interactive figure needs JavaScript.</noscript></div>')
+
+
+# The page being rendered: its fences are formatted by pymdownx.superfences, which hands the
+# formatter the source and the page's own Markdown instance but not the page.
+_PAGE = {"where": ""}
+
+
+def widget_fence(source: str, language: str, class_name: str, options: dict, md, **kwargs) -> str:
+    """pymdownx.superfences' formatter of a ```widget fence. The page's instance keys live on
+    its Markdown instance (MkDocs makes one per page), so the second `mlp` is `mlp.2`."""
+    if not hasattr(md, "tw_widget_keys"):
+        md.tw_widget_keys = {}
+    return render_widget_block(source, _PAGE["where"], md.tw_widget_keys)
+
+
+# Registered in on_config (widgets/build/macros.py register_fences says why not in mkdocs.yml).
+FENCES = [{"name": "widget", "class": "tw-widget", "format": widget_fence}]
+
+
+def widget_id(key: str) -> str:
+    """The element id of a widget instance: a link to `#widget-attention_map-2` lands on it."""
+    return "widget-" + key.replace(".", "-")
+
+
+# A chapter whose first widget starts later than this share of its text gets a link to it
+# under its title, so a skimming reader finds the figure.
+JUMP_AFTER = 0.25
+TITLE = re.compile(r"^# [^\n]*\n", re.M)
+
+
+def jump_link(markdown: str, where: str = "") -> str:
+    """`markdown` with "Jump to the interactive figure" under its title, when its first widget
+    sits far down: past JUMP_AFTER of the page's text with its diagrams drawn (a diagram takes
+    the room of its figure, as it did when diagrams were drawn into the markdown)."""
+    blocks = macros.fences(markdown)
+    first = next((f for f in blocks if f.lang == "widget"), None)
+    opening = TITLE.search(markdown)
+    if not first or not opening:
+        return markdown
+    grown = {f.start: len(figures.render_diagram_block(f.body, where, set()))
+             - len(markdown[f.start:f.end].rstrip("\r\n")) for f in blocks if f.lang == "diagram"}
+    position = first.start + sum(d for start, d in grown.items() if start < first.start)
+    if position <= JUMP_AFTER * (len(markdown) + sum(grown.values())):
+        return markdown
+    try:
+        block = yaml.safe_load(first.body) or {}
+    except yaml.YAMLError:
+        return markdown  # widget_fence reports it
+    name = block.get("name") if isinstance(block, dict) else None
+    if name not in REGISTRY:
+        return markdown  # widget_fence reports it
+    key = instance_key(name, block, {}, "")
+    title = REGISTRY[name].SPEC.title
+    link = (f'\n<p class="tw-jump"><a href="#{widget_id(key)}">Jump to the interactive figure: '
+            f'{html.escape(title)}</a></p>\n')
+    return markdown[:opening.end()] + link + markdown[opening.end():]
+
+
+def on_config(config):
+    macros.register_fences(config, FENCES)
+    return config
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    where = _PAGE["where"] = page.file.src_uri
+    if where.startswith("chapters/"):
+        markdown = jump_link(markdown, where)
+    return macros.expand(markdown, page_macros(config), where)
+
+
+# ------------------------------------------------------------------ pages: theme, notebooks
+
+# An executed notebook draws each figure with an inline `Plotly.newPlot` script. plotly.js now
+# arrives async (the runtime loads it only where a figure is), so those scripts are handed to
+# the runtime, which runs them once plotly.js is there (also after instant navigation).
+NOTEBOOK_PLOT = re.compile(r"<script(?: type=\"text/javascript\")?>(\s*window\.PLOTLYENV=)")
+
+
+def _relative(path: str, page) -> str:
+    """A site path as the page links it (mkdocs' directory URLs: relative to the page's folder)."""
+    if not page.url:
+        return path
+    return posixpath.relpath(path, posixpath.dirname(page.url.rstrip("/") + "/x") or ".")
+
+
+def on_post_page(output: str, page, config) -> str:
+    theme = json.dumps(theme_payload(), separators=(",", ":"))
+    head = f'<script type="application/json" id="tw-theme">{theme}</script>'
+    # The runtime's modules are fetched together, not one import level after another.
+    head += "".join(f'<link rel="modulepreload" href="{_relative(f"assets/book/runtime/{m.name}", page)}">'
+                    for m in RUNTIME_MODULES)
+    if 'data-widget="' in output or "window.PLOTLYENV=" in output:
+        # A page with a figure starts fetching plotly.js at once, at low priority (after the
+        # text's CSS): the runtime's own <script> for it then finds it on its way.
+        plotly = _relative("assets/vendor/plotly.min.js", page)
+        head += f'<link rel="preload" as="script" href="{plotly}" fetchpriority="low">'
+    output = output.replace("</head>", head + "</head>", 1)
+    if page.file.src_uri.endswith(".ipynb"):
+        output = NOTEBOOK_PLOT.sub(r'<script type="text/x-tw-plotly">\1', output)
+        name = Path(page.file.src_uri).name  # mkdocs-jupyter serves it beside the page
+        link = (f'<p class="tw-download"><a href="{html.escape(name)}" download>'
+                f'Download this notebook ({html.escape(name)})</a> to run it yourself '
+                '(needs torch, numpy and plotly).</p>')
+        output = re.sub(r'(<article class="md-content__inner md-typeset">)', r"\1" + link,
+                        output, count=1)
+    return output
+
+
+# --------------------------------------------------------------------------- assets, gzip
+
+def on_files(files: Files, config) -> Files:
+    for dest, src in VENDOR.items():
+        if not src.is_file():
+            raise PluginError(f"{src} is missing: run `make build` (it runs `npm ci`) first")
+        files.append(File.generated(config, dest, abs_src_path=str(src)))
+    return files
+
+
+COMPRESSIBLE = {".html", ".js", ".css", ".json", ".svg", ".xml", ".txt", ".map"}
+
+
+def on_pre_build(config) -> None:
+    USED.clear()  # `mkdocs serve` rebuilds in one process: list this build's settings only
+
+
+def on_post_build(config) -> None:
+    """Write the settings manifest, then `<file>.gz` beside each text asset; the Flask app
+    serves it to gzip clients."""
+    site = Path(config["site_dir"])
+    manifest = site / SETTINGS_MANIFEST
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"settings": [[n, p] for n, p in USED.values()]},
+                                   separators=(",", ":"), sort_keys=True), encoding="utf-8")
+    saved = 0
+    for path in site.rglob("*"):
+        if path.suffix in COMPRESSIBLE and path.is_file() and path.stat().st_size > 1024:
+            raw = path.read_bytes()
+            packed = gzip.compress(raw, compresslevel=9, mtime=0)
+            path.with_name(path.name + ".gz").write_bytes(packed)
+            saved += len(raw) - len(packed)
+    log.info("gzip: %.1f MB saved for gzip clients", saved / 1e6)
