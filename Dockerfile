@@ -96,7 +96,7 @@ COPY --from=site / ./site
 USER 10001
 EXPOSE 8000
 # 10 s: each check starts a Python that compiles urllib anew (python images ship the standard
-# library without bytecode), ~2 s alone on a loaded 2-core host, before the server answers
+# library without bytecode), which takes seconds on a loaded host before the server answers
 HEALTHCHECK --interval=30s --timeout=10s \
   CMD ["python", "-c", "import urllib.request as u; u.urlopen('http://127.0.0.1:8000/api/health', timeout=8)"]
 CMD ["python", "-m", "backend.serve"]

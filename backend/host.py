@@ -40,9 +40,8 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
     """Cap glibc's malloc arenas for this process and the workers it forks (the setting is
     process state, copied by fork). Each thread that allocates may otherwise get an arena of its
     own, up to 8 per core, and a server with 64 threads a worker holds freed memory in all of
-    them: the memory fault test measured a peak of 1.9–2.1 GiB without the cap, 1.6 GiB with 2
-    arenas (the same as MALLOC_ARENA_MAX=2, which is honoured first where it is set). False where
-    the C library is not glibc."""
+    them (tests/faults/test_memory.py holds the server's peak). The same as MALLOC_ARENA_MAX=2,
+    which is honoured first where it is set. False where the C library is not glibc."""
     import ctypes
     import ctypes.util
 

@@ -33,7 +33,7 @@ TORCH_BIN_KEEP = ("torch_shm_manager",)
 # transformers ships some 560 model families, each compiled to bytecode at install time; the
 # book loads Llama (the parity check), BERT (the MiniLM encoder) through the auto classes, so
 # only those keep their bytecode. The others keep their source: an instructor's own checkpoint
-# of another family (BOOK_ATTENTION_CHECKPOINT) still loads, compiled in memory when imported.
+# of another family (BOOK_HF_CHECKPOINT) still loads, compiled in memory when imported.
 KEEP_BYTECODE = ("auto", "llama", "bert")
 # Shared libraries whose symbol tables are stripped: PyTorch's own two big ones (93 MiB of
 # symbols). Not the libraries auditwheel grafted into wheels (numpy.libs/, *.libs/): patchelf

@@ -3,7 +3,7 @@
 # container toolkit (Docker: `--gpus all`; podman: CDI, `nvidia-ctk cdi generate`). Not part of
 # `make test` (CI has no GPU). It builds the CUDA image, runs it and checks that
 #   - /api/health says cuda, names the GPU, gives its memory and the CUDA version, and shows the
-#     cuda row of the per-device limits (backend/device.py's LIMITS);
+#     cuda row of the per-device limits (backend/budgets.py);
 #   - a measured widget (sequential_vs_parallel) answers, measured on cuda.
 #
 #   tests/container/gpu_smoke.sh                 # docker if present, else podman
