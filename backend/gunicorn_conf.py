@@ -94,7 +94,7 @@ WARM_YIELD_MAX_S = 10.0
 def warm(log) -> None:
     import time
 
-    from backend.app.limits import DEMAND, WARMING
+    from backend.app.demand import DEMAND, WARMING
     from backend.compute import REGISTRY
 
     WARMING.set()  # computations that arrive meanwhile wait longer for a slot, not 503
@@ -130,7 +130,7 @@ def _warm(log, REGISTRY, demand) -> None:
 def when_ready(server):
     """Say so when the threads are too few for the fair queue: gunicorn's own queue would then
     hold the surplus in arrival order, and health checks would wait behind computations."""
-    from backend.app.limits import threads_needed
+    from backend.app.fair_queue import threads_needed
 
     need = threads_needed(SETTINGS["BOOK_MAX_CONCURRENT"])
     if threads < need:

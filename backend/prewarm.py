@@ -95,7 +95,7 @@ def warm_cache(todo) -> dict:
     from backend.compute import REGISTRY
 
     app = create_app()
-    cache = app.extensions["book_limits"].cache
+    cache = app.extensions["book_result_cache"]
     counts = {"warmed": 0, "already": 0, "failed": 0}
     for name, params in todo:
         key = cache.key(name, params)

@@ -11,7 +11,8 @@ import torch
 from flask import Blueprint, abort, current_app, jsonify, request, send_file, url_for
 
 from backend import device
-from backend.app import limits, notebook, openapi, query
+from backend.app import fair_queue, notebook, openapi, query, result_cache
+from backend.app.demand import WARMING
 from backend.app.release import release
 from backend.compute import REGISTRY
 from backend.compute.serialize import finite
@@ -35,7 +36,7 @@ def health():
     widget_limits = {name: m.device_limits() for name, m in REGISTRY.items()
                      if callable(getattr(m, "device_limits", None))}
     return {"status": "ok", "device": device.describe(), "torch": torch.__version__,
-            "warming": limits.WARMING.is_set(), "accelerator": device.facts(),
+            "warming": WARMING.is_set(), "accelerator": device.facts(),
             "limits": widget_limits}
 
 
@@ -114,23 +115,23 @@ RESULT_MAX_AGE = 600
 def result_etag(name: str, params: dict) -> str:
     """A weak validator naming the setting and the release: semantically the same answer (a
     measured timing taken again may differ in its last digits, hence weak)."""
-    return f"{release()}-{limits.ResultCache.key(name, params).split(':', 1)[1][:20]}"
+    return f"{release()}-{result_cache.ResultCache.key(name, params).split(':', 1)[1][:20]}"
 
 
 def _answer(name: str, module, params: dict) -> dict:
-    guard = limits.get()
-    key = guard.cache.key(name, params)
+    cache = result_cache.get()
+    key = cache.key(name, params)
     start = time.perf_counter()
-    result = guard.cache.get(key)
+    result = cache.get(key)
     cached = result is not None
     if not cached:
         # Only computations queue for a slot: a cached answer never counts against fairness.
-        with guard.compute_slot(heavy=module.SPEC.cost_hint == "heavy"):
+        with fair_queue.get().compute_slot(heavy=module.SPEC.cost_hint == "heavy"):
             try:
                 result = run(module, params)
             finally:
                 device.release_cached_memory()  # on a GPU, what a ceiling run reserved
-        guard.cache.put(key, result, module.SPEC.result_ttl)
+        cache.put(key, result, module.SPEC.result_ttl)
     # elapsed_ms is what *this* request cost the server: a cached answer reports the lookup,
     # never the old compute time as if it had just been spent (that stays in computed_ms).
     elapsed_ms = result["computed_ms"] if not cached else (time.perf_counter() - start) * 1000

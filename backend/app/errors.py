@@ -6,7 +6,7 @@ from flask import Flask, jsonify, request
 from flask_limiter.errors import RateLimitExceeded
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from backend.app import limits
+from backend.app import rate
 from backend.app.site import not_found_page
 from backend.errors import Busy, ModelUnavailable, ParamError
 
@@ -55,7 +55,7 @@ def init_app(app: Flask) -> None:
             message = f"{request.method} is not allowed here; use {' or '.join(allowed)}"
         retry_after = None
         if isinstance(exc, RateLimitExceeded):
-            retry_after = limits.get().retry_after()
+            retry_after = rate.get().retry_after()
             message = (f"too many requests from your address (at most {exc.description}); "
                        f"try again in {retry_after} s")
         resp = json_error(exc.code, message)

@@ -153,14 +153,14 @@ def test_a_redis_with_a_password_is_used_with_book_cache_password(tmp_path, redi
     client = good.test_client()
     assert client.post(URL, json={"seed": 17}).get_json()["cached"] is False
     assert client.post(URL, json={"seed": 17}).get_json()["cached"] is True
-    assert good.extensions["book_limits"].cache.errors == 0
+    assert good.extensions["book_result_cache"].errors == 0
     assert _result_keys(_raw(redis_with_password))  # the entry is in that Redis
     # Without the password the Redis refuses: computed every time, never a 500.
     bare = _app(tmp_path, CACHE_URL=url)
     other = bare.test_client()
     response = other.post(URL, json={"seed": 17})
     assert response.status_code == 200 and response.get_json()["cached"] is False
-    assert bare.extensions["book_limits"].cache.errors >= 1
+    assert bare.extensions["book_result_cache"].errors >= 1
 
 
 def test_a_widgets_own_shorter_ttl_bounds_how_long_its_results_are_kept(tmp_path, monkeypatch):
@@ -168,7 +168,7 @@ def test_a_widgets_own_shorter_ttl_bounds_how_long_its_results_are_kept(tmp_path
     TTL; it never lengthens it."""
     import dataclasses
 
-    from backend.app.limits import ResultCache
+    from backend.app.result_cache import ResultCache
     module = REGISTRY["attention_scaling"]
     monkeypatch.setattr(module, "SPEC", dataclasses.replace(module.SPEC, result_ttl=1))
     client = _app(tmp_path).test_client()
@@ -178,7 +178,7 @@ def test_a_widgets_own_shorter_ttl_bounds_how_long_its_results_are_kept(tmp_path
     assert client.post(URL, json={"seed": 15}).get_json()["cached"] is False
     seen = []
     app = _app(tmp_path, CACHE_TTL_SECONDS=5)
-    cache: ResultCache = app.extensions["book_limits"].cache
+    cache: ResultCache = app.extensions["book_result_cache"]
     monkeypatch.setattr(cache.cache, "set", lambda k, v, timeout=None: seen.append(timeout))
     cache.put("a", {}, 600)
     cache.put("b", {}, 2)

@@ -62,7 +62,7 @@ def test_a_worker_answers_at_once_and_warms_in_the_background(monkeypatch):
     t0 = time.perf_counter()
     conf.post_fork(None, _Worker())
     assert time.perf_counter() - t0 < 0.4  # the slow light widget alone takes 0.5 s
-    from backend.app.limits import WARMING
+    from backend.app.demand import WARMING
 
     assert WARMING.is_set()  # readers who arrive now wait longer for a slot instead of a 503
     (thread,) = [t for t in threading.enumerate() if t.name == "warm-widgets"]
@@ -74,7 +74,7 @@ def test_a_worker_answers_at_once_and_warms_in_the_background(monkeypatch):
 
 def test_too_few_threads_for_the_fair_queue_is_said_at_start(monkeypatch):
     import backend.gunicorn_conf as conf
-    from backend.app.limits import threads_needed
+    from backend.app.fair_queue import threads_needed
 
     server = _Worker()
     conf.when_ready(server)
@@ -140,25 +140,25 @@ def test_on_the_cpu_nothing_is_released():
 
 def test_while_warming_a_computation_waits_as_long_as_a_model_widget(monkeypatch):
     from backend.app import create_app
-    from backend.app.limits import WARMING
+    from backend.app.demand import WARMING
 
     app = create_app({"TESTING": True, "SITE_DIR": "/nonexistent", "COMPUTE_WAIT_SECONDS": 0.2,
                       "HEAVY_WAIT_SECONDS": 3.0})
-    guard = app.extensions["book_limits"]
+    slots = app.extensions["book_fair_queue"]
     waits = []
-    real = guard.queue.slot
+    real = slots.queue.slot
 
     def spy(client, wait):
         waits.append(wait)
         return real(client, wait)
 
-    monkeypatch.setattr(guard.queue, "slot", spy)
+    monkeypatch.setattr(slots.queue, "slot", spy)
     with app.test_request_context("/api/widgets/x"):
-        with guard.compute_slot():
+        with slots.compute_slot():
             pass
         WARMING.set()
         try:
-            with guard.compute_slot():
+            with slots.compute_slot():
                 pass
         finally:
             WARMING.clear()
@@ -180,7 +180,7 @@ def test_a_reader_who_arrives_while_a_worker_warms_is_served_before_the_rest(mon
     import backend.compute as widgets
     import backend.gunicorn_conf as conf
     from backend.app import create_app
-    from backend.app.limits import DEMAND, WARMING
+    from backend.app.demand import DEMAND, WARMING
 
     order: list = []
     first_started, first_may_end = threading.Event(), threading.Event()
@@ -196,13 +196,13 @@ def test_a_reader_who_arrives_while_a_worker_warms_is_served_before_the_rest(mon
             "model": _Module("model", "heavy", order, 0)}
     monkeypatch.setattr(widgets, "REGISTRY", fake)
     app = create_app({"TESTING": True, "SITE_DIR": "/nonexistent"})
-    client, guard = app.test_client(), app.extensions["book_limits"]
+    client, slots = app.test_client(), app.extensions["book_fair_queue"]
     yields = DEMAND.yields
     thread = threading.Thread(target=conf.warm, args=(_Log(),), name="warm-widgets", daemon=True)
     thread.start()
     assert first_started.wait(10)  # the warm-up is inside its first widget
     assert client.get("/api/health").get_json()["warming"] is True
-    with app.test_request_context("/api/widgets/x"), guard.compute_slot():  # a reader arrives
+    with app.test_request_context("/api/widgets/x"), slots.compute_slot():  # a reader arrives
         first_may_end.set()
         deadline = time.monotonic() + 10
         while DEMAND.yields == yields and time.monotonic() < deadline:
@@ -217,7 +217,7 @@ def test_a_reader_who_arrives_while_a_worker_warms_is_served_before_the_rest(mon
 
 
 def test_under_constant_traffic_the_warm_up_still_ends(monkeypatch):
-    from backend.app.limits import Demand
+    from backend.app.demand import Demand
 
     demand = Demand()
     with demand.held():
@@ -230,7 +230,7 @@ def test_under_constant_traffic_the_warm_up_still_ends(monkeypatch):
 def test_the_warm_up_waits_for_a_quiet_moment_after_a_reader():
     """A reader's requests come in bursts: the warm-up starts nothing until none has ended for
     `quiet` seconds (a lower bound on the wait, never an upper one)."""
-    from backend.app.limits import Demand
+    from backend.app.demand import Demand
 
     demand = Demand()
     with demand.held():

@@ -53,8 +53,8 @@ def test_points_cover_every_baked_point_and_the_chapters_settings(built_site):
     assert in_docs <= listed <= keys  # the build listed every setting the pages use
     # A worker's own (memory) cache drops its oldest results beyond its threshold: warming
     # must not push out what it warmed a moment before.
-    memory = create_app({"TESTING": True, "SITE_DIR": "/nonexistent"}).extensions["book_limits"]
-    assert memory.cache.kind == "memory" and len(todo) <= memory.cache.cache.cache._threshold
+    memory = create_app({"TESTING": True, "SITE_DIR": "/nonexistent"}).extensions["book_result_cache"]
+    assert memory.kind == "memory" and len(todo) <= memory.cache.cache._threshold
 
 
 def test_the_list_comes_from_the_server_when_warming_one(built_site, tmp_path):

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 import pytest
 from werkzeug.datastructures import MultiDict
 
-from backend.app import limits
+from backend.app import result_cache
 from backend.app.query import params_from_query
 from backend.compute import REGISTRY
 
@@ -55,7 +55,7 @@ def test_a_cache_may_keep_it_and_a_304_costs_no_computation(client, monkeypatch)
     tag = first.headers["ETag"]
     assert tag.startswith('W/"')
     with client.application.app_context():  # a revalidation needs no result, cached or not
-        limits.get().cache.cache.clear()
+        result_cache.get().cache.clear()
     again = _get(client, "attention_scaling", "d_k=32", **{"If-None-Match": tag})
     assert again.status_code == 304 and again.data == b"" and len(calls) == 1
     assert again.headers["ETag"] == tag and "max-age=600" in again.headers["Cache-Control"]
