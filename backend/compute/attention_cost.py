@@ -134,6 +134,7 @@ SPEC = WidgetSpec(
     + ({"head_dim": 128}, {"n_heads": 4, "context_len": min(512, CEILING)},
        {"dtype": "bfloat16"}, {"dtype": "float16"}),
     cost_hint="heavy",
+    measured=True,
     limits=context_ceiling,
 )
 

@@ -78,6 +78,7 @@ SPEC = WidgetSpec(
              {"seed": 1}, {"step": 8, "temperature": 0.1})),
     cost_hint="heavy",
     warm=False,  # the page carries its results; warming would load SmolLM2 into every worker
+    measured=True,
     result_ttl=600,  # the timings are of one moment
 )
 

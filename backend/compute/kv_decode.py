@@ -94,6 +94,7 @@ SPEC = WidgetSpec(
     # Every bake point is in the page; warming them would cost each worker tens of seconds of
     # timing at start and hold the timing lock against the first readers.
     warm=False,
+    measured=True,
     result_ttl=600,  # a timing is of one moment: the API keeps it ten minutes, not a day
 )
 

@@ -58,6 +58,7 @@ SPEC = WidgetSpec(
     + tuple({"width": w} for w in (16, 64, 512))
     + tuple({"factor": f} for f in (0.5, 0.99, 1.0, 1.01, 1.1, 1.5)),
     cost_hint="heavy",
+    measured=True,
 )
 
 # Work per request: T steps of two (d, d) products, at most 2**28 multiply-adds per version per

@@ -233,6 +233,12 @@ class WidgetSpec:
     # A function of a bake point instead warms only the points it accepts (the parity check
     # warms its random models, not the trained one: that would load 538 MB into every worker).
     warm: bool | Callable[[dict], bool] = True
+    # Times itself on the machine it runs on, under `backend.compute.measure`'s host-wide timing
+    # lock (a guard test holds this equal to the widget's use of that module). Such a widget is
+    # never warmed at worker start (every worker would queue for the lock, and the first
+    # readers' timings behind them), its notebook tells the reader the timings will be their
+    # own machine's, and the tests that run it are marked `timing`. Not sent to the page.
+    measured: bool = False
     # Seconds the API's result cache may keep one answer; None: BOOK_CACHE_TTL_SECONDS (a day by
     # default). Measured widgets set a short one: a timing is of one moment on one machine.
     result_ttl: int | None = None

@@ -35,10 +35,10 @@ class _Worker:
 
 
 class _Module:
-    def __init__(self, name, hint, calls, seconds, warm=True):
+    def __init__(self, name, hint, calls, seconds, warm=True, measured=False):
         from types import SimpleNamespace
 
-        self.SPEC = SimpleNamespace(name=name, cost_hint=hint, warm=warm,
+        self.SPEC = SimpleNamespace(name=name, cost_hint=hint, warm=warm, measured=measured,
                                     defaults=lambda: {"at": "default"},
                                     bake_points=lambda: [{"at": 1}, {"at": 2}])
         self._calls, self._seconds = calls, seconds
@@ -56,6 +56,7 @@ def test_a_worker_answers_at_once_and_warms_in_the_background(monkeypatch):
     fake = {"slow_light": _Module("slow_light", "light", calls, 0.5),
             "heavy": _Module("heavy", "heavy", calls, 0.1),
             "cold": _Module("cold", "heavy", calls, 0.1, warm=False),
+            "timed": _Module("timed", "heavy", calls, 0.1, measured=True),
             "light": _Module("light", "light", calls, 0.0)}
     monkeypatch.setattr(widgets, "REGISTRY", fake)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
@@ -69,7 +70,7 @@ def test_a_worker_answers_at_once_and_warms_in_the_background(monkeypatch):
     thread.join(timeout=10)
     assert not WARMING.is_set()
     assert calls == [("slow_light", {"at": "default"}), ("light", {"at": "default"}),
-                     ("heavy", {"at": 1}), ("heavy", {"at": 2})]  # light first; "cold" never
+                     ("heavy", {"at": 1}), ("heavy", {"at": 2})]  # light first; "cold", "timed" never
 
 
 def test_too_few_threads_for_the_fair_queue_is_said_at_start(monkeypatch):

@@ -133,7 +133,7 @@ def main(argv=None) -> int:
 
     names = [n for n in args.widgets.split(",") if n] or [
         n for n, m in REGISTRY.items()
-        if m.SPEC.cost_hint == "light" and getattr(m, "measure_lib", None) is None]
+        if m.SPEC.cost_hint == "light" and not m.SPEC.measured]
     names.sort(key=lambda n: n != FIRST)
     asks = [(n, setting(REGISTRY[n].SPEC)) for n in names]
     env = {"BOOK_DEVICE": os.environ.get("BOOK_DEVICE", "cpu")}

@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(threads)
     names = [n for n in args.widgets.split(",") if n] or [
         n for n, m in REGISTRY.items()
-        if m.SPEC.cost_hint == "light" and getattr(m, "measure_lib", None) is None]
+        if m.SPEC.cost_hint == "light" and not m.SPEC.measured]
     load_before = os.getloadavg()
     rows = []
     for name in names:

@@ -59,3 +59,20 @@ def test_sweep_respects_range_and_includes_default():
     values = sweep(p, 7)
     assert values[0] == p.min and values[-1] == p.max and p.default in values
     assert all(v & (v - 1) == 0 for v in values)  # log2 sliders stop at powers of two
+
+
+def test_a_widget_is_measured_exactly_when_its_code_takes_timings():
+    """`WidgetSpec.measured` is what the worker's warm-up, the notebook and the test lanes read,
+    so it must say what the code does: a widget whose code uses `backend.compute.measure` (the
+    host-wide timing lock), under any alias, directly or through another book module, has the
+    flag, and one with the flag uses it. The imports are read as the notebook reads them."""
+    from backend.app.notebook import carried
+
+    uses = {n for n in WIDGETS
+            if "backend/compute/measure.py" in {rel for rel, _text in carried(n).files}}
+    flagged = {n for n in WIDGETS if REGISTRY[n].SPEC.measured}
+    assert uses - flagged == set(), "these take timings: set measured=True in their SPEC"
+    assert flagged - uses == set(), "these say measured but take no timings"
+    assert flagged == {"sequential_vs_parallel", "attention_cost", "kv_decode",
+                       "generation_steps"}
+    assert all("measured" not in REGISTRY[n].SPEC.to_json() for n in flagged)  # server-side only
