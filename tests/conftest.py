@@ -40,9 +40,9 @@ BY_PATH = {
     "claims/test_cost_memory_time.py": ("timing",),
     "claims/test_kv_cache.py": ("timing",),
     "claims/test_recurrence.py": ("timing",),
-    "widgets/test_attention_cost.py": ("timing",),
-    "widgets/test_kv_decode.py": ("timing",),
-    "widgets/test_sequential_vs_parallel.py": ("timing",),
+    "compute/test_attention_cost.py": ("timing",),
+    "compute/test_kv_decode.py": ("timing",),
+    "compute/test_sequential_vs_parallel.py": ("timing",),
 }
 
 

@@ -33,3 +33,11 @@ def test_every_combination_of_markers_runs_in_exactly_one_lane():
             if "timing" in marks:
                 assert chosen[0] in lanes.ALONE, sorted(marks)
 
+
+
+def test_every_path_the_markers_name_exists():
+    """conftest marks by path; a moved test file would otherwise leave its lane silently."""
+    import conftest
+
+    for where in conftest.BY_PATH:
+        assert (ROOT / "tests" / where).exists(), where
