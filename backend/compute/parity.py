@@ -5,11 +5,12 @@ into the installed `transformers.LlamaForCausalLM` (eager attention) and runs
 `backend.reference.llama_compare.compare`: the largest absolute differences in logits,
 attention weights, logits decoded one token at a time through the book's KV cache (against
 Llama's full forward), logits of a left-padded batch, and the loss. The `fault` control breaks
-one piece of the book's model (a switch in the reference code, `model.FAULTS`) and the figure
-shows where the logits part from Llama's: |Δ logit| at each position, and each layer's hidden
-state. `dtype` runs both in bfloat16, where the RMSNorm's float32 upcast starts to matter. The work is bounded by the
-slider ranges and a parameter budget (a spec `Limit`: each slider that grows the model stops at
-the budget, on the page and in the API), so one request answers in about a second on a CPU.
+one piece of the book's model, from outside the reference code (`parity_faults.break_model`
+swaps that piece for a broken subclass), and the figure shows where the logits part from
+Llama's: |Δ logit| at each position, and each layer's hidden state. `dtype` runs both in
+bfloat16, where the RMSNorm's float32 upcast starts to matter. The work is bounded by the slider
+ranges and a parameter budget (a spec `Limit`: each slider that grows the model stops at the
+budget, on the page and in the API), so one request answers in about a second on a CPU.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import threading
 
 import torch
 
+from backend.compute.parity_faults import FAULTS, break_model
 from backend.compute.shapes import check_heads
 from backend.compute.spec import (
     Depends,
@@ -37,9 +39,9 @@ from backend.reference.llama_compare import (
     ATTENTION_TOLERANCE,
     DECODE_STEPS,
     LOSS_TOLERANCE,
+    build_pair,
     compare,
 )
-from backend.reference.model import FAULTS
 
 MAX_PARAMS = 1_000_000  # two float32 copies and a 64-token batch: about a second on one CPU core
 # The trained model's logits reach tens (about 40 on random tokens): the cache's order of the
@@ -185,13 +187,14 @@ def compute(params: dict) -> dict:
 
         cfg = load.model()[0].config
         with _TRAINED_LOCK:  # the Llama side is built once and shared: one comparison at a time
-            r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"], fault=fault,
-                        pair=(load.with_fault(fault), load.llama()),
+            r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"],
+                        pair=(break_model(load.own_module(), fault), load.llama()),
                         tolerance=TRAINED_LOGIT_TOLERANCE)
     else:
         cfg = config_of(params)
-        r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"], fault=fault,
-                    dtype=DTYPES[dtype])
+        ours, theirs = build_pair(cfg, params["seed"], DTYPES[dtype])
+        r = compare(cfg, seed=params["seed"], seq_len=params["seq_len"], dtype=DTYPES[dtype],
+                    pair=(break_model(ours, fault), theirs))
 
     per_pos, per_layer, changed = r.position_logit_diff, r.layer_hidden_diff, r.position_argmax_changed
     over = [t for t, g in enumerate(per_pos) if g > r.tolerance]

@@ -1,13 +1,14 @@
 """The parity check's pipeline: one set of seeded weights and tokens through the book's DecoderLM
 and through transformers' LlamaForCausalLM, then the logits compared position by position. The
 book's side is drawn piece by piece, and the piece the parity widget's ``fault`` breaks is marked:
-the switches are the ones ``DecoderLM(config, fault)`` sets (RMSNorm's ``upcast``, the attention's
-``rope_layout`` and ``kv_order``, the model's ``causal``), so the picture follows the code.
+the pieces are the ones ``backend.compute.parity_faults.break_model`` swaps for a broken subclass
+(every RMSNorm, the attention layer's RoPE or ``repeat_kv``, the model's causal mask), so the
+picture follows the code.
 """
 
 from __future__ import annotations
 
-from backend.reference.model import FAULTS
+from backend.compute.parity_faults import FAULTS
 
 from .svg import Canvas
 

@@ -17,14 +17,11 @@ from .norms import RMSNorm
 
 
 class DecoderBlock(nn.Module):
-    def __init__(self, config: ModelConfig, layer_idx: int = 0, fault: str = "none"):
+    def __init__(self, config: ModelConfig, layer_idx: int = 0):
         super().__init__()
-        upcast = fault != "norm_upcast"  # fault: one deliberately broken piece (model.FAULTS)
-        self.attn_norm = RMSNorm(config.d_model, config.norm_eps, upcast)
-        self.attn = GroupedQueryAttention(
-            config, layer_idx, rope_layout="interleaved" if fault == "rope_layout" else "half",
-            kv_order="tiled" if fault == "repeat_kv" else "grouped")
-        self.mlp_norm = RMSNorm(config.d_model, config.norm_eps, upcast)
+        self.attn_norm = RMSNorm(config.d_model, config.norm_eps)
+        self.attn = GroupedQueryAttention(config, layer_idx)
+        self.mlp_norm = RMSNorm(config.d_model, config.norm_eps)
         self.mlp = SwiGLU(config)
 
     # --8<-- [start:block_forward]

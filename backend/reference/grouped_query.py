@@ -17,12 +17,10 @@ from .rope import apply_rope
 
 
 # --8<-- [start:repeat_kv]
-def repeat_kv(x: torch.Tensor, n_rep: int, order: str = "grouped") -> torch.Tensor:
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """(B, n_kv, T, d_head) -> (B, n_kv * n_rep, T, d_head); kv head j serves query heads j*n_rep.. ."""
     if n_rep == 1:
         return x  # plain multi-head attention pays nothing
-    if order == "tiled":  # the bug: kv heads 0, 1, .., 0, 1, .. (repeat, not repeat_interleave)
-        return x.repeat(1, n_rep, 1, 1)
     B, n_kv, T, d_head = x.shape
     x = x[:, :, None, :, :].expand(B, n_kv, n_rep, T, d_head)  # a stride-0 view, no copy yet
     return x.reshape(B, n_kv * n_rep, T, d_head)  # this reshape does copy
@@ -32,11 +30,9 @@ def repeat_kv(x: torch.Tensor, n_rep: int, order: str = "grouped") -> torch.Tens
 class GroupedQueryAttention(nn.Module):
     """Causal self-attention of one decoder layer (named after the idea; HF calls it LlamaAttention)."""
 
-    def __init__(self, config: ModelConfig, layer_idx: int = 0, rope_layout: str = "half",
-                 kv_order: str = "grouped"):
+    def __init__(self, config: ModelConfig, layer_idx: int = 0):
         super().__init__()
         self.layer_idx = layer_idx
-        self.rope_layout, self.kv_order = rope_layout, kv_order  # other values: the parity widget's breaks
         self.n_heads = config.n_heads
         self.n_kv_heads = config.n_kv_heads
         self.d_head = config.d_head
@@ -60,13 +56,13 @@ class GroupedQueryAttention(nn.Module):
         k = self.k_proj(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B, n_kv, T, d_head)
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.d_head).transpose(1, 2)  # (B, n_kv, T, d_head)
 
-        q, k = apply_rope(q, k, cos, sin, self.rope_layout)  # positions enter here, and only here
+        q, k = apply_rope(q, k, cos, sin)  # positions enter here, and only here
         if cache is not None:
             k, v = cache.update(self.layer_idx, k, v)  # (B, n_kv, T_kv, d_head): the whole history
 
         n_rep = self.n_heads // self.n_kv_heads
         out, weights = scaled_dot_product_attention(
-            q, repeat_kv(k, n_rep, self.kv_order), repeat_kv(v, n_rep, self.kv_order), mask
+            q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask
         )  # out: (B, n_heads, T, d_head)   weights: (B, n_heads, T, T_kv)
         out = out.transpose(1, 2).reshape(B, T, self.n_heads * self.d_head)  # concatenate heads
         return self.o_proj(out), weights  # (B, T, d_model)

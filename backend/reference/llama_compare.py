@@ -3,11 +3,11 @@
 ``compare(config)`` returns a ``ParityReport`` (a dataclass; ``to_dict()`` for JSON) with the
 largest absolute differences in logits, loss, attention weights, logits through the KV cache and
 logits of a left-padded batch, and ``ok`` when every one is within tolerance; also where the
-logits part (per position, per layer's hidden state, and whether the top token changes).
-``fault`` breaks one piece of the book's model (``model.FAULTS``) to see where and how far it
-departs; ``dtype`` runs both models in bfloat16 instead of float32. A widget or a test
-calls it directly; ``python -m backend.reference.parity`` is the command-line front end.
-``transformers`` is imported only inside functions, so importing this module is cheap.
+logits part (per position, per layer's hidden state, and whether the top token changes);
+``dtype`` runs both models in bfloat16 instead of float32. A widget or a test calls it directly
+(the parity widget hands it a ``pair`` whose book's side it has broken on purpose);
+``python -m backend.reference.parity`` is the command-line front end. ``transformers`` is
+imported only inside functions, so importing this module is cheap.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def hf_state_dict(reference_state: dict) -> dict:
     return out
 
 
-def build_pair(config: ModelConfig, seed: int, fault: str = "none", dtype: torch.dtype = torch.float32):
+def build_pair(config: ModelConfig, seed: int, dtype: torch.dtype = torch.float32):
     """The book's model with seeded random weights, and a LlamaForCausalLM holding the same weights.
 
     The weights are drawn from a private generator (never the global seed: requests run on
@@ -69,7 +69,7 @@ def build_pair(config: ModelConfig, seed: int, fault: str = "none", dtype: torch
         from transformers import LlamaForCausalLM
 
     with isolated_rng():  # every weight is drawn from gen below
-        ours = DecoderLM(config, fault).eval()
+        ours = DecoderLM(config).eval()
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in ours.parameters():  # the tied head is one parameter, drawn once
@@ -110,7 +110,6 @@ class ParityReport:
     tolerance: float  # logits (cached and padded too)
     attention_tolerance: float
     ok: bool
-    fault: str  # the piece of the book's model broken on purpose ("none": the model as written)
     dtype: str
     position_logit_diff: list  # (T,): largest |Δ logit| at each position, over the batch and vocabulary
     position_argmax_changed: list  # (T,): True where some row's top token differs
@@ -124,12 +123,12 @@ class ParityReport:
 # --8<-- [start:compare]
 @torch.no_grad()
 def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 2,
-            fault: str = "none", dtype: torch.dtype = torch.float32, pair=None,
+            dtype: torch.dtype = torch.float32, pair=None,
             tolerance: float = LOGIT_TOLERANCE) -> ParityReport:
     """Run both models on the same random tokens; return the measured differences. `pair`:
-    the two models already holding the same (trained) weights, else seeded random ones;
+    two models already holding the same weights (trained ones, say), else seeded random ones;
     `tolerance`: on the logits (a trained model's are larger, and so is their rounding)."""
-    ours, theirs = pair or build_pair(config, seed, fault, dtype)
+    ours, theirs = pair or build_pair(config, seed, dtype)
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, config.vocab_size, (batch, seq_len), generator=gen)
     with layer_outputs(ours.layers) as ha, layer_outputs(theirs.model.layers) as hb:
@@ -169,7 +168,7 @@ def compare(config: ModelConfig, seed: int = 0, seq_len: int = 16, batch: int = 
         loss=a.loss.item(), hf_loss=b.loss.item(), abs_loss_diff=loss_diff,
         max_abs_attention_diff=attn_diff, max_abs_cached_logit_diff=cached_diff,
         max_abs_padded_logit_diff=padded_diff, tolerance=tolerance,
-        attention_tolerance=ATTENTION_TOLERANCE, ok=ok, fault=fault, dtype=str(dtype).removeprefix("torch."),
+        attention_tolerance=ATTENTION_TOLERANCE, ok=ok, dtype=str(dtype).removeprefix("torch."),
         position_logit_diff=gap.amax(dim=(0, 2)).tolist(), position_argmax_changed=changed.tolist(),
         layer_hidden_diff=layer_diff, max_abs_logit_diff=logit_diff,
     )

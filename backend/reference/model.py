@@ -20,10 +20,6 @@ from .masks import and_masks, causal_mask, to_additive
 from .norms import RMSNorm
 from .rope import rope_cos_sin
 
-# One piece of the model broken on purpose, for the parity widget: "none"; RoPE on adjacent pairs
-# instead of rotate-half; RMSNorm without its float32 upcast; repeat_kv tiling the K/V heads in the
-# wrong order; no causal mask.
-FAULTS = ("none", "rope_layout", "norm_upcast", "repeat_kv", "causal_mask")
 IGNORE_INDEX = -100  # label value that contributes no loss (PyTorch's cross_entropy default)
 
 
@@ -64,14 +60,12 @@ def positions_from_mask(attention_mask: torch.Tensor, t_new: int) -> torch.Tenso
 
 class DecoderLM(nn.Module):
     # --8<-- [start:lm_init]
-    def __init__(self, config: ModelConfig, fault: str = "none"):
+    def __init__(self, config: ModelConfig):
         super().__init__()
-        if fault not in FAULTS:
-            raise ValueError(f"fault must be one of {FAULTS}, got {fault!r}")
-        self.config, self.causal = config, fault != "causal_mask"  # fault: see FAULTS; "none" is the model
+        self.config = config
         self.embed_tokens = nn.Embedding(config.vocab_size, config.d_model)
-        self.layers = nn.ModuleList(DecoderBlock(config, i, fault) for i in range(config.n_layers))
-        self.norm = RMSNorm(config.d_model, config.norm_eps, upcast=fault != "norm_upcast")
+        self.layers = nn.ModuleList(DecoderBlock(config, i) for i in range(config.n_layers))
+        self.norm = RMSNorm(config.d_model, config.norm_eps)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         self.apply(self._init_weights)
         if config.tie_embeddings:
@@ -121,8 +115,6 @@ class DecoderLM(nn.Module):
             position_ids = torch.arange(past, past + T, device=input_ids.device).expand(B, T)  # (B, T)
         cos, sin = rope_cos_sin(position_ids, self.config.d_head, self.config.rope_theta, x.dtype)  # (B, T, d_head)
         allowed = causal_mask(T, past + T, x.device)  # (T, T_kv)
-        if not self.causal:
-            allowed = torch.ones_like(allowed)  # the broken model: every position sees the future
         if attention_mask is not None:
             allowed = and_masks(allowed, attention_mask.bool()[:, None, None, :])  # (B, 1, T, T_kv): no pad keys
         mask = to_additive(allowed, x.dtype)  # built once for all layers

@@ -15,16 +15,13 @@ from torch import nn
 class RMSNorm(nn.Module):
     """x / rms(x) * g. The reduction runs in float32 even when the model runs in bf16/fp16."""
 
-    def __init__(self, d_model: int, eps: float = 1e-5, upcast: bool = True):
+    def __init__(self, d_model: int, eps: float = 1e-5):
         super().__init__()
         self.eps = eps
-        self.upcast = upcast  # False: every step in x's dtype (the parity widget's break)
         self.weight = nn.Parameter(torch.ones(d_model))  # the gain g
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (..., d_model) in bf16, fp16 or fp32; the output keeps x's dtype
-        if not self.upcast:
-            return rmsnorm_no_upcast(x, self.weight, self.eps)
         wide = x.float()  # bf16's 8 bits round the scale factor coarsely; a bf16 running sum stalls
         inv_rms = (wide * wide).mean(-1, keepdim=True).add(self.eps).rsqrt()  # (..., 1), fp32
         unit = wide * inv_rms  # (..., d_model): RMS 1, still fp32

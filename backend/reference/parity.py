@@ -31,7 +31,6 @@ from .llama_compare import (  # noqa: F401  (re-exported: older imports read the
     hf_config,
     hf_state_dict,
 )
-from .model import FAULTS
 from .presets import DECODER_PRESETS, PRESETS
 
 DEFAULT_MAX_PARAMS = 50_000_000  # two fp32 copies of this many parameters fit comfortably on a laptop
@@ -55,7 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for the weights and the tokens")
     p.add_argument("--seq-len", type=int, default=16, help="tokens per sequence (at least 2)")
     p.add_argument("--batch", type=int, default=2, help="sequences per batch")
-    p.add_argument("--fault", choices=FAULTS, default="none", help="break one piece of the book's model")
     p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32", help="both models' dtype")
     p.add_argument("--max-params", type=int, default=DEFAULT_MAX_PARAMS, help="refuse bigger configs")
     p.add_argument("--preset", choices=DECODER_PRESETS, help="a named real config (only with --count-only)")
@@ -110,8 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    report = compare(config, args.seed, args.seq_len, args.batch, fault=args.fault,
-                     dtype=getattr(torch, args.dtype))
+    report = compare(config, args.seed, args.seq_len, args.batch, dtype=getattr(torch, args.dtype))
     print(json.dumps(report.to_dict()))
     return 0 if report.ok else 1
 

@@ -30,32 +30,14 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 def apply_rope(
-    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "half"
+    q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rotate queries and keys (never values). q, k: (B, heads, T, d_head); cos, sin: (B, T, d_head).
-    layout "interleaved" pairs (2i, 2i+1) instead: the other convention, wrong for these weights."""
+    """Rotate queries and keys (never values). q, k: (B, heads, T, d_head); cos, sin: (B, T, d_head)."""
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # (B, 1, T, d_head): same rotation for every head
-    turn = rotate_half
-    if layout == "interleaved":
-        cos, sin, turn = interleave(cos), interleave(sin), rotate_pairs
-    q_rot = q * cos + turn(q) * sin
-    k_rot = k * cos + turn(k) * sin
+    q_rot = q * cos + rotate_half(q) * sin
+    k_rot = k * cos + rotate_half(k) * sin
     return q_rot, k_rot
 # --8<-- [end:rope]
-
-
-def interleave(table: torch.Tensor) -> torch.Tensor:
-    """A rotate-half cos/sin table (a_0..a_{n-1}, a_0..a_{n-1}) laid out for adjacent pairs:
-    (a_0, a_0, a_1, a_1, ...)."""
-    half = table[..., : table.size(-1) // 2]
-    return half.repeat_interleave(2, dim=-1)
-
-
-def rotate_pairs(x: torch.Tensor) -> torch.Tensor:
-    """(x_0, x_1, x_2, x_3, ...) -> (-x_1, x_0, -x_3, x_2, ...): a quarter turn of every adjacent pair
-    (the layout of the original RoFormer and Meta's Llama code, whose checkpoints HF permutes)."""
-    pairs = x.unflatten(-1, (-1, 2))  # (..., d_head/2, 2)
-    return torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).flatten(-2)
 
 
 def rotate(x: torch.Tensor, position: int, theta: float = 10000.0,

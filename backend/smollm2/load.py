@@ -175,15 +175,15 @@ def state() -> dict[str, torch.Tensor]:
     return {k: v for k, v in model()[0].state_dict().items() if k != "lm_head.weight"}
 
 
-def with_fault(fault: str) -> DecoderLM:
-    """The book's model on SmolLM2's weights with one piece broken on purpose (the parity
-    widget's faults): a module of its own, holding the very tensors `model()` holds."""
+def own_module() -> DecoderLM:
+    """The book's model on SmolLM2's weights, a module of the caller's own (for hooks, or the
+    parity widget's broken piece) holding the very tensors `model()` holds."""
     config = model()[0].config
     with torch.device("meta"):
-        broken = DecoderLM(config, fault)
-    broken.load_state_dict(state(), strict=False, assign=True)
-    broken.lm_head.weight = broken.embed_tokens.weight
-    return broken.eval().requires_grad_(False)
+        own = DecoderLM(config)
+    own.load_state_dict(state(), strict=False, assign=True)
+    own.lm_head.weight = own.embed_tokens.weight
+    return own.eval().requires_grad_(False)
 
 
 @lru_cache(maxsize=1)

@@ -26,16 +26,24 @@ def over(v) -> list[int]:
     return [t for t, g in enumerate(v["position_logit_diff"]) if g > LOGIT_TOLERANCE]
 
 
-def test_the_switch_is_a_parameter_of_the_books_classes():
-    """'a parameter of the book's own classes (DecoderLM(config, fault) ...), not a second copy'."""
+def test_the_break_lives_beside_the_widget_not_in_the_books_classes():
+    """'The break is not in the book's classes, which stay as printed above: the widget's own
+    module, backend/compute/parity_faults.py, swaps one kind of piece of a built model for a
+    subclass that changes that piece only (...) and runs the rest of the book's code as it is'."""
     import inspect
 
-    from backend.reference import llama_compare
-    from backend.reference.model import FAULTS, DecoderLM
+    from backend.compute import parity_faults
+    from backend.reference.model import DecoderLM
 
-    assert "fault" in inspect.signature(DecoderLM).parameters
-    assert "DecoderLM(config, fault)" in inspect.getsource(llama_compare.build_pair)
-    assert set(FAULTS) == set(PARITY.SPEC.params[[p.name for p in PARITY.SPEC.params].index("fault")].options)
+    assert list(inspect.signature(DecoderLM).parameters) == ["config"]
+    options = PARITY.SPEC.params[[p.name for p in PARITY.SPEC.params].index("fault")].options
+    assert set(parity_faults.FAULTS) == set(options) == {"none", *parity_faults.SWAPS}
+    for piece, broken in parity_faults.SWAPS.values():
+        assert piece.__module__.startswith("backend.reference.") and issubclass(broken, piece)
+        assert set(vars(broken)) <= {"forward", "__doc__", "__module__", "__qualname__"}
+        # the reference forward's own code, one name rebound; RMSNorm's is the book's no-upcast function
+        assert (broken.forward.__code__ is piece.forward.__code__
+                or broken.forward.__code__.co_names == ("rmsnorm_no_upcast", "weight", "eps"))
 
 
 @pytest.mark.parametrize("move", BREAK_MOVES, ids=str)
@@ -63,11 +71,12 @@ def test_repeat_kv_is_wrong_from_position_0(move):
 
 def test_tiled_heads_send_query_head_1_to_kv_head_1():
     """'query head 1 reads key/value head 1 instead of head 0' (8 query heads, 2 key/value heads)."""
+    from backend.compute.parity_faults import tiled_repeat_kv
     from backend.reference.grouped_query import repeat_kv
 
     kv = torch.arange(2.0).view(1, 2, 1, 1)  # head j holds the number j
     assert repeat_kv(kv, 4).flatten().tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
-    assert repeat_kv(kv, 4, "tiled").flatten().tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
+    assert tiled_repeat_kv(kv, 4).flatten().tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
 
 
 @pytest.mark.parametrize("n_kv", [1, 8])
@@ -124,7 +133,7 @@ def test_rope_layout_break_does_nothing_with_two_coordinates_per_head():
 
 
 def test_the_figure_labels_the_pieces_each_switch_breaks():
-    """'draws the book's side piece by piece with repeat_kv broken; the other three switches sit in
+    """'draws the book's side piece by piece with repeat_kv broken; the other three breaks sit in
     the pieces it labels RoPE, RMSNorm and causal mask'."""
     from backend.diagrams.parity_faults import PIECES
 

@@ -1,13 +1,13 @@
-"""The parity check's pipeline: the broken piece marked where DecoderLM's switch really sits."""
+"""The parity check's pipeline: the broken piece marked where the widget's break really sits."""
 
 from __future__ import annotations
 
 import pytest
 
+from backend.compute.parity_faults import FAULTS, SWAPS, break_model
 from backend.diagrams import parity_faults
 from backend.reference.config import ModelConfig
-from backend.reference.model import FAULTS, DecoderLM
-from backend.reference.norms import RMSNorm
+from backend.reference.model import DecoderLM
 
 
 def _bad_boxes(fault: str, **kw) -> int:
@@ -30,15 +30,14 @@ def test_the_layer_count_is_drawn_and_described():
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_marked_pieces_are_the_switches_decoderlm_sets(fault):
+def test_marked_pieces_are_the_pieces_the_break_swaps(fault):
     """One block of the real model: the number of pieces drawn broken is the number of modules
-    whose switch the fault turns (norms without upcast, attention's layout and order, the mask)."""
+    the fault swaps for a broken subclass (the norms, the attention layer, the model's mask)."""
     cfg = ModelConfig(vocab_size=16, d_model=16, n_layers=1, n_heads=4, n_kv_heads=2, d_ff=8)
     with __import__("torch").device("meta"):
-        model = DecoderLM(cfg, fault)
-    attn = model.layers[0].attn
-    switched = (sum(not m.upcast for m in model.modules() if isinstance(m, RMSNorm))
-                + (attn.rope_layout != "half") + (attn.kv_order != "grouped") + (not model.causal))
+        model = break_model(DecoderLM(cfg), fault)
+    broken = {b for _, b in SWAPS.values()}
+    switched = sum(type(m) in broken for m in model.modules())
     assert _bad_boxes(fault, n_layers=1) == switched + (fault != "none")
 
 

@@ -82,20 +82,3 @@ def test_wavelengths_span_two_pi_to_two_pi_theta():
     # slowest pair: 2*pi*theta^((d-2)/d), just under 2*pi*theta
     assert math.isclose(w[-1].item(), 2 * math.pi * 10000 ** (126 / 128), rel_tol=1e-12)
 
-
-def test_interleaved_layout_is_the_complex_rotation_of_adjacent_pairs():
-    """layout="interleaved" (the parity widget's RoPE break) rotates (x_2i, x_2i+1) as the complex
-    number x_2i + i x_2i+1 times e^{i pos w_i}: Meta's original formulation. Position 0 is the identity."""
-    torch.manual_seed(0)
-    d, T = 8, 5
-    q = torch.randn(1, 2, T, d, dtype=torch.float64)
-    pos = torch.arange(T)[None]  # (1, T)
-    cos, sin = rope_cos_sin(pos, d, 10000.0, torch.float64, torch.float64)
-    rq, _ = apply_rope(q, q, cos, sin, layout="interleaved")
-    w = 1.0 / (10000.0 ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
-    z = torch.view_as_complex(q.reshape(1, 2, T, d // 2, 2).contiguous())
-    expected = torch.view_as_real(z * torch.polar(torch.ones_like(w), pos[0, :, None] * w)).flatten(-2)
-    torch.testing.assert_close(rq, expected)
-    assert torch.equal(rq[:, :, 0], q[:, :, 0])
-    half, _ = apply_rope(q, q, cos, sin)
-    assert not torch.allclose(half[:, :, 1:], rq[:, :, 1:])  # the two layouts disagree after position 0
