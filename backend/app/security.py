@@ -7,10 +7,10 @@ reader's saved palette before first paint) are allowed by their SHA-256 hashes, 
 the built site when it is first served; nothing else inline runs. Data blocks
 (`<script type="application/json">`) are not scripts and need nothing.
 
-One measured exception: an executed notebook's figures are inline plotly scripts that the
-runtime runs with `new Function` once plotly.js is loaded, which needs `'unsafe-eval'`; the
-pages that carry such figures (and only those) get it. If the runtime ran them as `<script>`
-elements instead, their hashes would do (see the report of this change).
+An executed notebook's figures are inline plotly scripts that wait (as
+`<script type="text/x-tw-plotly">`) for plotly.js, which the runtime loads only where a figure
+is; the runtime then runs each as a `<script>` element of the same text. So a page with such
+figures allows their hashes too, and no page needs `'unsafe-eval'`.
 """
 
 from __future__ import annotations
@@ -39,28 +39,33 @@ def inline_script_hashes(html: str) -> set[str]:
         kind = TYPE_ATTR.search(attrs)
         if (kind.group(1).lower() if kind else "") not in JS_TYPES:
             continue
-        digest = hashlib.sha256(m.group("body").encode("utf-8")).digest()
-        out.add(f"'sha256-{base64.b64encode(digest).decode()}'")
+        out.add(_sha256(m.group("body")))
     return out
 
 
-NOTEBOOK_FIGURE = 'type="text/x-tw-plotly"'
+NOTEBOOK_FIGURE = re.compile(r'<script type="text/x-tw-plotly">(.*?)</script>', re.S)
 
 
-def scan_site(site_dir: str | Path) -> tuple[list[str], set[str]]:
-    """(hashes of every inline script, URL paths of the pages with notebook figures)."""
+def _sha256(body: str) -> str:
+    return f"'sha256-{base64.b64encode(hashlib.sha256(body.encode('utf-8')).digest()).decode()}'"
+
+
+def scan_site(site_dir: str | Path) -> tuple[list[str], dict[str, list[str]]]:
+    """(hashes of every inline script; for each page with notebook figures, by its URL paths,
+    the hashes of those figures' scripts, which only that page needs)."""
     hashes: set[str] = set()
-    eval_pages: set[str] = set()
+    figures: dict[str, list[str]] = {}
     root = Path(site_dir)
     for page in root.rglob("*.html"):
         text = page.read_text(encoding="utf-8", errors="replace")
         hashes |= inline_script_hashes(text)
-        if NOTEBOOK_FIGURE in text:
+        own = sorted({_sha256(body) for body in NOTEBOOK_FIGURE.findall(text)})
+        if own:
             rel = page.relative_to(root).as_posix()
-            eval_pages.add("/" + rel)
+            figures["/" + rel] = own
             if rel.endswith("index.html"):
-                eval_pages.add("/" + rel[: -len("index.html")])
-    return sorted(hashes), eval_pages
+                figures["/" + rel[: -len("index.html")]] = own
+    return sorted(hashes), figures
 
 
 def site_script_hashes(site_dir: str | Path) -> list[str]:
@@ -75,11 +80,11 @@ def api_origin(api_url: str) -> str | None:
 
 
 def policy(script_hashes: list[str], api_url: str,
-           allow_eval: bool = False) -> secure.ContentSecurityPolicy:
+           figure_hashes: list[str] = ()) -> secure.ContentSecurityPolicy:
     connect = ["'self'"] + ([api_origin(api_url)] if api_origin(api_url) else [])
     return (secure.ContentSecurityPolicy()
             .default_src("'self'")
-            .script_src("'self'", *script_hashes, *(["'unsafe-eval'"] if allow_eval else []))
+            .script_src("'self'", *script_hashes, *figure_hashes)
             # plotly.js and KaTeX set element styles, and mkdocs-material writes style
             # attributes into its HTML: styles may be inline, scripts may not.
             .style_src("'self'", "'unsafe-inline'")
@@ -92,9 +97,10 @@ def policy(script_hashes: list[str], api_url: str,
             .frame_ancestors("'self'"))
 
 
-def headers(script_hashes: list[str], api_url: str, allow_eval: bool = False) -> dict[str, str]:
+def headers(script_hashes: list[str], api_url: str,
+            figure_hashes: list[str] = ()) -> dict[str, str]:
     return dict(secure.Secure(
-        csp=policy(script_hashes, api_url, allow_eval),
+        csp=policy(script_hashes, api_url, figure_hashes),
         xcto=secure.XContentTypeOptions(),
         xfo=secure.XFrameOptions().sameorigin(),
         referrer=secure.ReferrerPolicy().strict_origin_when_cross_origin(),
@@ -111,11 +117,11 @@ def init_app(app: Flask) -> None:
         site = Path(app.config["SITE_DIR"])
         stamp = (site / "index.html").stat().st_mtime if (site / "index.html").is_file() else None
         if state.get("stamp", "unset") != stamp:  # scanned once per build of the site
-            hashes, eval_pages = scan_site(site) if stamp is not None else ([], set())
+            hashes, figures = scan_site(site) if stamp is not None else ([], {})
             api = app.config["API_URL"]
-            state.update(stamp=stamp, eval_pages=eval_pages, headers=headers(hashes, api),
-                         eval_headers=headers(hashes, api, allow_eval=True))
-        return state["eval_headers" if path in state["eval_pages"] else "headers"]
+            state.update(stamp=stamp, headers=headers(hashes, api),
+                         pages={page: headers(hashes, api, own) for page, own in figures.items()})
+        return state["pages"].get(path, state["headers"])
 
     @app.after_request
     def add_headers(resp):

@@ -62,6 +62,23 @@ def test_inline_scripts_of_the_built_site_are_allowed_by_hash_only(tmp_path):
     assert security.inline_script_hashes('<script type="application/json">{}</script>') == set()
 
 
+def test_a_notebook_figure_is_allowed_by_its_hash_on_its_own_page_only(tmp_path):
+    """The runtime runs a waiting notebook figure as a script element of the same text (page.js
+    drawNotebookFigures): its page allows that text's hash, no other page does, none allows eval."""
+    figure = "\n window.PLOTLYENV=window.PLOTLYENV || {}; draw();"
+    (tmp_path / "index.html").write_text("<html><head></head></html>")
+    (tmp_path / "nb").mkdir()
+    (tmp_path / "nb" / "index.html").write_text(
+        f'<html><body><script type="text/x-tw-plotly">{figure}</script></body></html>')
+    client = create_app({"TESTING": True, "SITE_DIR": str(tmp_path)}).test_client()
+    digest = base64.b64encode(hashlib.sha256(figure.encode()).digest()).decode()
+    for path in ("/nb/", "/nb/index.html"):
+        assert f"'sha256-{digest}'" in _csp(client.get(path))["script-src"], path
+    assert _csp(client.get("/"))["script-src"] == ["'self'"]
+    for path in ("/", "/nb/"):
+        assert "'unsafe-eval'" not in client.get(path).headers["Content-Security-Policy"]
+
+
 # ----------------------------------------------------------------- nothing leaks in errors
 
 LEAKS = ("Traceback", 'File "', str(ROOT), "/work/", "site-packages", ".py\"", ".py,")

@@ -34,6 +34,7 @@ def _small_build(out: Path, api_url: str) -> Path:
     (docs / "chapters").mkdir(parents=True)
     for rel in ["chapters/scaling.md", "glossary.md"]:  # the glossary hook reads its page
         (docs / rel).write_text((ROOT / "docs" / rel).read_text())
+    (docs / "index.md").write_text("# Home\n")  # the print edition reads the home page's head
     config = out / "mkdocs.yml"
     config.write_text(f"""INHERIT: {ROOT / 'mkdocs.yml'}
 docs_dir: {docs}

@@ -62,7 +62,6 @@ on_files = _chain("on_files")
 on_nav = _chain("on_nav")
 on_page_markdown = _chain("on_page_markdown")
 on_page_content = _chain("on_page_content")
-on_post_page = _chain("on_post_page")
 on_pre_build = _each("on_pre_build")
 on_post_build = _each("on_post_build")
 

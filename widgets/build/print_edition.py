@@ -73,7 +73,8 @@ def on_post_build(config) -> None:
     site = Path(config["site_dir"])
     out = site / PRINT_URL / "index.html"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(assemble(site, [(p.url, title, p.file.dest_uri, s) for p, title, s in _NAV],
+    # a page the nav gives no title to has its own (its first heading) by now
+    out.write_text(assemble(site, [(p.url, title or p.title, p.file.dest_uri, s) for p, title, s in _NAV],
                             config["site_name"], config.get("site_description") or ""),
                    encoding="utf-8")
     log.info("print edition: %d pages in %s", len(_NAV), out.relative_to(site))

@@ -27,7 +27,6 @@ import html
 import json
 import logging
 import os
-import posixpath
 import re
 import sys
 from functools import cache
@@ -263,6 +262,10 @@ def jump_link(markdown: str, where: str = "") -> str:
 
 
 def on_config(config):
+    # What every page's <head> carries (the theme's `extrahead`, widgets/theme/main.html): the
+    # figures' colours for both schemes, and the runtime's modules to fetch at once.
+    config.extra["tw_theme"] = json.dumps(theme_payload(), separators=(",", ":"))
+    config.extra["tw_runtime"] = [module.name for module in RUNTIME_MODULES]
     macros.register_fences(config, FENCES)
     return config
 
@@ -282,33 +285,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 NOTEBOOK_PLOT = re.compile(r"<script(?: type=\"text/javascript\")?>(\s*window\.PLOTLYENV=)")
 
 
-def _relative(path: str, page) -> str:
-    """A site path as the page links it (mkdocs' directory URLs: relative to the page's folder)."""
-    if not page.url:
-        return path
-    return posixpath.relpath(path, posixpath.dirname(page.url.rstrip("/") + "/x") or ".")
-
-
-def on_post_page(output: str, page, config) -> str:
-    theme = json.dumps(theme_payload(), separators=(",", ":"))
-    head = f'<script type="application/json" id="tw-theme">{theme}</script>'
-    # The runtime's modules are fetched together, not one import level after another.
-    head += "".join(f'<link rel="modulepreload" href="{_relative(f"assets/book/runtime/{m.name}", page)}">'
-                    for m in RUNTIME_MODULES)
-    if 'data-widget="' in output or "window.PLOTLYENV=" in output:
-        # A page with a figure starts fetching plotly.js at once, at low priority (after the
-        # text's CSS): the runtime's own <script> for it then finds it on its way.
-        plotly = _relative("assets/vendor/plotly.min.js", page)
-        head += f'<link rel="preload" as="script" href="{plotly}" fetchpriority="low">'
-    output = output.replace("</head>", head + "</head>", 1)
+def on_page_content(output: str, page, config, files) -> str:
     if page.file.src_uri.endswith(".ipynb"):
         output = NOTEBOOK_PLOT.sub(r'<script type="text/x-tw-plotly">\1', output)
-        name = Path(page.file.src_uri).name  # mkdocs-jupyter serves it beside the page
-        link = (f'<p class="tw-download"><a href="{html.escape(name)}" download>'
-                f'Download this notebook ({html.escape(name)})</a> to run it yourself '
-                '(needs torch, numpy and plotly).</p>')
-        output = re.sub(r'(<article class="md-content__inner md-typeset">)', r"\1" + link,
-                        output, count=1)
     return output
 
 
