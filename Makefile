@@ -1,5 +1,6 @@
 # Two commands for a new user:  `make serve`  and  `make test`.
-# Both create .venv and node_modules when missing and rebuild the book first.
+# Both create .venv and node_modules when missing; test builds the book itself, serve builds it
+# when something the build reads changed since site/ was built.
 
 SHELL   := /bin/bash
 PYTHON  ?= python3
@@ -16,8 +17,10 @@ export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: serve test test-fast lint build pdf bench bench-load bench-compose bench-weight gpu-check chromium redis podman prewarm container-check clean
 
-## serve: build the book and serve it with the API on http://127.0.0.1:$(PORT)
-serve: build
+## serve: serve the book with the API on http://127.0.0.1:$(PORT), built first unless site/ was
+## built from the tree as it is now (widgets/build/inputs.py)
+serve: $(VENV)/.installed node_modules/.installed
+	$(BIN)/python -m widgets.build.inputs --check site || $(MAKE) build
 	exec $(BIN)/python -m backend.serve
 
 ## test: every test; the suite builds the book itself (strict, notebooks executed) and, with
@@ -45,7 +48,7 @@ lint: $(VENV)/.dev-installed
 
 ## build: the static site in site/, with widgets baked
 build: $(VENV)/.installed node_modules/.installed
-	$(BIN)/mkdocs build --strict
+	$(BIN)/python -m widgets.build.inputs --build site -- $(BIN)/mkdocs build --strict
 
 ## pdf: the print edition (site/print/) printed by the system Chromium to site/book.pdf: a
 ## table of contents with each chapter's page, page numbers in the footer
