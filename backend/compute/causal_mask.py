@@ -214,6 +214,16 @@ def compute(params: dict) -> dict:
     }
 
 
+def facts(params: dict) -> dict:
+    """Values only the prose quotes, worked out when the book is built: the softmax of the scores
+    as the dtype holds them, computed and kept in float32. The widget's weights are these stored
+    back in the dtype, which moves them by up to half a step of its precision."""
+    tokens = tokens_for(params["words"], params["mask"])
+    scores = scores_for(tokens, DTYPES[params["dtype"]]).float()  # (T, T), the dtype's values
+    w = weights_for(params["form"], scores, allowed_for(params["mask"], len(tokens)))  # float32
+    return {"weights_before_storing": [[_num(float(x)) for x in row] for row in w]}
+
+
 def cross_example() -> dict:
     """Two target words' queries over the padded source: the cross mask at work, in float32."""
     q = torch.tensor([EMBEDDINGS[w] for w in CROSS_TARGET])  # (T_tgt, d) decoder queries

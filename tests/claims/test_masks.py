@@ -204,6 +204,22 @@ def test_bfloat16_loses_a_digit_float16_keeps_them():
         assert r2(run(mask=mask, dtype="float16")["weights"]) == r2(run(mask=mask)["weights"])
 
 
+def test_the_bfloat16_weight_quoted_is_the_float32_softmax_then_its_stored_value():
+    """'the softmax of the rounded scores, computed in float32, gives 0.7221, which the widget
+    stores back in bfloat16, like its scores, as 0.7227' (the page once gave the stored 0.7227
+    as the float32 softmax's)."""
+    params = cm.SPEC.resolve({"mask": "none", "dtype": "bfloat16"})
+    quoted = cm.facts(params)["weights_before_storing"][1][1]
+    stored = run(mask="none", dtype="bfloat16")["weights"][1][1]
+    scores = cm.scores_for(cm.tokens_for(cm.SENTENCES[0], "none"), torch.bfloat16)
+    exact = torch.softmax(scores.float(), dim=-1)[1, 1]  # the rounded scores, softmax in float32
+    assert exact.dtype == torch.float32 and quoted == round(float(exact), 4)
+    assert f"{quoted:.4f}" != f"{stored:.4f}"  # two different numbers, both printed to 4 places
+    assert float(exact.to(torch.bfloat16)) == pytest.approx(stored, abs=5e-5)  # stored = rounded
+    # the digit is already gone in float32: the storing is not what costs it
+    assert round(quoted, 2) == round(stored, 2) != round(run(mask="none")["weights"][1][1], 2)
+
+
 def test_exercise_answers():
     prefix = torch.zeros(6, 6, dtype=torch.bool)
     prefix[:, :2] = True
