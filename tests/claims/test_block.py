@@ -255,3 +255,37 @@ def test_block_cut_into_matrices():
     l2 = run(mlp, n_kv_heads=32, d_ff=11008)
     assert l2["largest_mlp_matrix"] < l2["attention_params"] < 3 * l2["largest_mlp_matrix"]
     assert l2["attention_params"] == sum(l2[f"block_{k}"] for k in ("q_proj", "k_proj", "v_proj", "o_proj"))
+
+
+def test_the_encoder_decoder_drops_out_in_both_places_like_pytorchs_layer():
+    """'The book's module drops out on the hidden layer, after the ReLU ... The book's
+    encoder-decoder drops in both places, as PyTorch's nn.TransformerEncoderLayer does: this
+    module's hidden layer, and the whole sublayer's output before the add.' Every dropout a
+    training-mode layer applies, by the width of what it drops: the book's layer and PyTorch's
+    drop the same three tensors (the d_ff-wide hidden layer, and both sublayers' d_model-wide
+    outputs); the attention weights' dropout is a functional argument in both, not a module."""
+    import torch
+    from torch import nn
+
+    from backend.reference.config import ModelConfig
+    from backend.reference.encoder_decoder import EncoderLayer
+
+    d, d_ff = 16, 40
+
+    def dropped(layer, x):
+        seen = []
+        hooks = [m.register_forward_pre_hook(lambda _m, args: seen.append(args[0]))
+                 for m in layer.modules() if isinstance(m, nn.Dropout)]
+        layer.train()(x)
+        for h in hooks:
+            h.remove()
+        return seen
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, d)
+    ours = dropped(EncoderLayer(ModelConfig(vocab_size=11, d_model=d, n_layers=1, n_heads=2,
+                                            d_ff=d_ff, max_seq_len=8, dropout=0.1)), x)
+    theirs = dropped(nn.TransformerEncoderLayer(d, 2, d_ff, dropout=0.1, batch_first=True), x)
+    assert sorted(t.shape[-1] for t in ours) == sorted(t.shape[-1] for t in theirs) == [d, d, d_ff]
+    hidden = next(t for t in ours if t.shape[-1] == d_ff)
+    assert bool((hidden >= 0).all())  # after the ReLU
