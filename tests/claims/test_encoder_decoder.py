@@ -294,8 +294,17 @@ def test_the_mlp_path_is_dropped_out_twice_like_pytorchs_layer():
 
 
 def test_handout_parameter_count_includes_its_frozen_tables():
-    """Hand arithmetic for the handout's 6 + 6 model at d 512: 44,206,618 trainable, plus two
-    frozen 2048 x 512 sinusoid tables that sum(p.numel()) also counts."""
+    """Instructors' note: '§9.8 runs the model and prints only the logits' shape, (16, 50, 26),
+    and counts no parameters'; 'frozen, the tables are still parameters: count the handout's model
+    the usual way, sum(p.numel() ...), and you get 46,303,770, of which 2,097,152 are never
+    trained; the trainable parameters are 44,206,618'. Hand arithmetic for the handout's 6 + 6
+    model at d 512, and what nn.Embedding.from_pretrained(..., freeze=True) makes of a table."""
+    table = torch.nn.Embedding.from_pretrained(torch.zeros(2048, 512), freeze=True)
+    assert [p.requires_grad for p in table.parameters()] == [False]
+    assert sum(p.numel() for p in table.parameters()) == 2048 * 512
+    c = run()
+    assert (c["check_batch"], c["check_tgt_len"], c["check_vocab"]) == (16, 50, 26)  # what §9.8 prints
+    assert c["check"]["logits"] == "(16, 50, 26)"
     d, ff, v, fb, n = 512, 2048, 26, 80, 6
     attn = 4 * (d * d + d)
     mlp = d * ff + ff + ff * d + d
@@ -357,3 +366,71 @@ def test_worked_row_agrees_with_the_models_own_weights_to_a_millionth(s, t, sp, 
     assert ex["weights"] == pytest.approx(ex["model_weights"], abs=1e-6, rel=0)
     assert all(w == 0.0 for w, r in zip(ex["weights"], ex["real"]) if not r)
     assert ex["real"] == [True] * (s - sp) + [False] * sp
+
+
+# ---------------------------------------------------------------- post-norm after 2017
+
+# OPT-350M's published config.json (huggingface.co/facebook/opt-350m) sets
+# "do_layer_norm_before": false; every other OPT size sets it true.
+OPT_350M_NORM_BEFORE = False
+
+
+def _rows_normalised(y: torch.Tensor) -> bool:
+    """Every row has mean 0 and variance 1: what a layer whose last step is LayerNorm (gain 1 and
+    bias 0, as built) returns, whatever its input."""
+    y = y[0] if isinstance(y, (tuple, list)) else y
+    return bool(y.mean(-1).abs().max() < 1e-4 and (y.var(-1, unbiased=False) - 1).abs().max() < 1e-3)
+
+
+def test_post_norm_did_not_end_in_2017():
+    """'most large decoders since GPT-2 normalise in front of the sublayer instead (pre-norm).
+    Post-norm did not end in 2017: GPT-1, BERT, RoBERTa and BART are wired like this model, and
+    OPT-350M (2022) kept it.' Each model's layer as the installed transformers implements it,
+    at a small width, on rows far from normalised: a post-norm layer ends in its norm, so its
+    output rows are normalised, like the book's encoder layer's; a pre-norm one ends in a
+    residual add, so they are not."""
+    from transformers import (
+        BartConfig,
+        BertConfig,
+        GPT2Config,
+        LlamaConfig,
+        OpenAIGPTConfig,
+        OPTConfig,
+        RobertaConfig,
+    )
+    from transformers.models.bart.modeling_bart import BartEncoderLayer
+    from transformers.models.bert.modeling_bert import BertLayer
+    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
+    from transformers.models.openai.modeling_openai import Block as OpenAIGPTBlock
+    from transformers.models.opt.modeling_opt import OPTDecoderLayer
+    from transformers.models.roberta.modeling_roberta import RobertaLayer
+
+    from backend.reference.config import ModelConfig
+    from backend.reference.encoder_decoder import EncoderLayer
+
+    d, heads, ff, eager = 32, 4, 64, {"attn_implementation": "eager"}
+    torch.manual_seed(0)
+    x = 5 + 3 * torch.randn(2, 6, d)
+    llama = LlamaConfig(hidden_size=d, num_attention_heads=heads, num_key_value_heads=heads,
+                        intermediate_size=ff, **eager)
+    layers = {  # name -> (its layer, how it is called)
+        "the book's encoder layer": (EncoderLayer(ModelConfig(vocab_size=11, d_model=d, n_layers=1, n_heads=heads,
+                                                              d_ff=ff, max_seq_len=8)), {}),
+        "GPT-1": (OpenAIGPTBlock(16, OpenAIGPTConfig(n_embd=d, n_head=heads, n_positions=16, **eager), scale=True), {}),
+        "BERT": (BertLayer(BertConfig(hidden_size=d, num_attention_heads=heads, intermediate_size=ff, **eager)), {}),
+        "RoBERTa": (RobertaLayer(RobertaConfig(hidden_size=d, num_attention_heads=heads, intermediate_size=ff,
+                                               **eager)), {}),
+        "BART": (BartEncoderLayer(BartConfig(d_model=d, encoder_attention_heads=heads, encoder_ffn_dim=ff, **eager)),
+                 {"attention_mask": None}),
+        "OPT-350M": (OPTDecoderLayer(OPTConfig(hidden_size=d, num_attention_heads=heads, ffn_dim=ff,
+                                               do_layer_norm_before=OPT_350M_NORM_BEFORE, **eager), 0), {}),
+        "GPT-2": (GPT2Block(GPT2Config(n_embd=d, n_head=heads, **eager)), {}),
+        "OPT, every other size": (OPTDecoderLayer(OPTConfig(hidden_size=d, num_attention_heads=heads, ffn_dim=ff,
+                                                            do_layer_norm_before=True, **eager), 0), {}),
+        "Llama": (LlamaDecoderLayer(llama, 0),
+                  {"position_embeddings": LlamaRotaryEmbedding(llama)(x, torch.arange(6)[None])}),
+    }
+    with torch.no_grad():
+        post = {name for name, (layer, kw) in layers.items() if _rows_normalised(layer.eval()(x, **kw))}
+    assert post == {"the book's encoder layer", "GPT-1", "BERT", "RoBERTa", "BART", "OPT-350M"}
