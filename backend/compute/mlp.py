@@ -68,6 +68,19 @@ SPEC = WidgetSpec(
        {"d_model": 512, "d_ff": 2048, "kind": "plain", "n_kv_heads": 4}),
 )
 
+# The two parameters of Meta's width rule (swiglu_hidden_size) in each model's published
+# params.json, as (multiple_of, ffn_dim_multiplier); None: no multiplier. huggingface.co/meta-llama:
+# Llama-2-{7b,13b,70b}/params.json, Meta-Llama-3-{8B,70B}/original/params.json,
+# Llama-3.2-1B/original/params.json. A test holds each to its preset's d_ff.
+META_WIDTH_RULE = {
+    "llama-2-7b": (256, None),
+    "llama-2-13b": (256, None),
+    "llama-2-70b": (4096, 1.3),
+    "llama-3-8b": (1024, 1.3),
+    "llama-3-70b": (4096, 1.3),
+    "llama-3.2-1b": (256, 1.5),
+}
+
 RESIDUAL_DEPTH = 32  # layers in the gradient experiment
 RESIDUAL_WIDTH = (64, 176)  # (d_model, d_ff) of its layers: small, so it runs in about a second
 CURVE_POINTS = 41
@@ -91,6 +104,16 @@ def block_facts() -> dict:
     v["meta_rule_l3_8b"] = swiglu_hidden_size(4096, multiple_of=1024, ffn_dim_multiplier=1.3)
     v["meta_rule_l3_8b_before_rounding"] = int(1.3 * int(2 * 4 * 4096 / 3))
     v["meta_rule_l3_8b_no_multiplier"] = swiglu_hidden_size(4096, multiple_of=1024)
+    # Llama-2-70B: the same multiplier as Llama-3-8B, rounded to 4,096
+    l2_70b = presets.get_preset("llama-2-70b")
+    multiple, multiplier = META_WIDTH_RULE["llama-2-70b"]
+    v["l2_70b_d_model"], v["l2_70b_d_ff"] = l2_70b.d_model, l2_70b.d_ff
+    v["l2_70b_ratio"] = l2_70b.d_ff / l2_70b.d_model
+    v["l2_70b_multiple_of"], v["l2_70b_multiplier"] = multiple, multiplier
+    v["two_thirds_4d_l2_70b"] = 2 * 4 * l2_70b.d_model / 3
+    v["meta_rule_l2_70b"] = swiglu_hidden_size(l2_70b.d_model, multiple, multiplier)
+    v["meta_rule_l2_70b_before_rounding"] = int(multiplier * int(2 * 4 * l2_70b.d_model / 3))
+    v["meta_rule_l2_70b_no_multiplier"] = swiglu_hidden_size(l2_70b.d_model, multiple)
     base = block_parameter_split(512, 2048, "plain")  # the 2017 base model's MLP, biases aside
     v["base_mlp_share_block"] = base["mlp"] / sum(base.values())
     v["base_mlp_share_matrices"] = base["mlp"] / (base["mlp"] + base["attention"])  # no norms

@@ -30,6 +30,31 @@ def test_two_thirds_rule_survives_for_llama2_not_llama3():
     assert v["meta_rule_l3_8b_no_multiplier"] != 14336
 
 
+def test_llama2_70b_uses_the_multiplier_too():
+    """'Llama-2-70B: its params.json sets the multiplier to 1.3 and the multiple to 4,096: 2/3 x 4d
+    = 21,845.33, times the multiplier 28,398, rounded up: 28,672, the real figure and 3.5 d,
+    Llama-3-8B's ratio. Without the multiplier it would give 24,576. ... within Llama 2 only the
+    7B and 13B models keep 2/3 x 4d.' Summary: 'The widths of Llama-2-7B and 13B follow 2/3 x 4d.
+    Those of Llama-2-70B and Llama-3-8B do not: Meta's rule multiplies it by 1.3 before rounding.'
+    Each model's typed rule parameters reproduce its preset's d_ff (from its config.json)."""
+    from backend.reference.mlp import swiglu_hidden_size
+    from backend.reference.presets import get_preset
+
+    for name, (multiple, multiplier) in mlp.META_WIDTH_RULE.items():
+        c = get_preset(name)
+        assert swiglu_hidden_size(c.d_model, multiple, multiplier) == c.d_ff, name
+        follows_two_thirds = swiglu_hidden_size(c.d_model) == c.d_ff  # 2/3 x 4d, to 256s
+        assert follows_two_thirds == (multiplier is None), name
+    assert {n for n, (_, m) in mlp.META_WIDTH_RULE.items() if m == 1.3} >= {"llama-2-70b", "llama-3-8b"}
+    assert {n for n, (_, m) in mlp.META_WIDTH_RULE.items() if n.startswith("llama-2") and m is None} \
+        == {"llama-2-7b", "llama-2-13b"}
+    v = run(mlp)
+    assert (v["l2_70b_multiplier"], v["l2_70b_multiple_of"]) == (1.3, 4096)
+    assert v["meta_rule_l2_70b"] == v["l2_70b_d_ff"] == 28672
+    assert v["l2_70b_ratio"] == v["l3_8b_ratio"] == 3.5
+    assert v["meta_rule_l2_70b_no_multiplier"] != v["l2_70b_d_ff"]
+
+
 def test_mlp_shares():
     """'about two thirds of Llama-2-7B and of the 2017 block; more in Llama-3-8B, whose shared
     keys and values shrink attention'"""
