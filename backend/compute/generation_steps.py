@@ -19,7 +19,7 @@ from functools import lru_cache
 import torch
 
 from backend.compute import measure as measure_lib
-from backend.compute.spec import Output, Param, WidgetSpec, seed_param
+from backend.compute.spec import Output, Param, WidgetSpec, sampling_params, seed_param
 from backend.compute.style import COLORS, base_layout
 from backend.reference.kv_cache import kv_cache_bytes_for
 from backend.reference.sampling import next_token_probs, sample_next_token
@@ -50,12 +50,7 @@ SPEC = WidgetSpec(
               help=f"Any text; at most {MAX_PROMPT} tokens with <|endoftext|>."),
         Param("step", "step", "int", default=4, min=1, max=MAX_STEPS, step=1,
               help="Which new token to look at: step 1 draws the first token after the prompt."),
-        Param("temperature", "temperature τ", "float", default=0.7, min=0.1, max=2.0, step=0.05,
-              help="Logits are divided by τ before the softmax; then top-k, then top-p."),
-        Param("top_k", "top-k (0 = off)", "int", default=0, min=0, max=100, step=1,
-              help="Keep only the k most likely tokens; 0 keeps them all."),
-        Param("top_p", "top-p (1 = off)", "float", default=0.9, min=0.05, max=1.0, step=0.05,
-              help="Keep the fewest most likely tokens whose probabilities add up to at least p."),
+        *sampling_params(temperature=0.7, top_p=0.9, temperature_max=2.0, top_k_max=100),
         seed_param(999, help="Seeds the generator that draws every token."),
         Param("layer", "attention: layer", "int", default=18, min=0, max=LAYERS - 1, step=1,
               help="Whose attention the middle panel shows: the layer, counted from 0."),

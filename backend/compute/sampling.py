@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from backend.compute.spec import Output, Param, ParamError, WidgetSpec, seed_param
+from backend.compute.spec import Output, Param, ParamError, WidgetSpec, sampling_params, seed_param
 from backend.compute.style import COLORS
 from backend.reference.generate import generate
 from backend.reference.model import IGNORE_INDEX, next_token_loss
@@ -47,13 +47,7 @@ SPEC = WidgetSpec(
         Param("prompt", "prompt", "text", default=PROMPT, max_length=MAX_CHARS,
               help=f"Any English text; at most {MAX_TOKENS} tokens after tokenization (48 for "
                    "SmolLM2-135M)."),
-        Param("temperature", "temperature τ", "float", default=1.0, min=0.1, max=3.0, step=0.05,
-              help="Logits are divided by τ before the softmax: τ < 1 sharpens, τ > 1 flattens. "
-                   "Applied first, then top-k, then top-p."),
-        Param("top_k", "top-k (0 = off)", "int", default=0, min=0, max=200, step=1,
-              help="Keep only the k most likely tokens; 0 keeps them all."),
-        Param("top_p", "top-p (1 = off)", "float", default=1.0, min=0.05, max=1.0, step=0.05,
-              help="Keep the fewest most likely tokens whose probabilities add up to at least p."),
+        *sampling_params(temperature=1.0, top_p=1.0, temperature_max=3.0, top_k_max=200),
         seed_param(999, help="Seeds the generator that draws the continuation."),
         Param("model", "model", "choice", default="book", options=("book", "smollm2"),
               option_labels=("the book's model", "SmolLM2-135M, trained"),

@@ -194,6 +194,22 @@ def seed_param(top: int, help: str = "", label: str = "seed") -> Param:
     return Param("seed", label, "int", default=0, min=0, max=top, step=1, help=help)
 
 
+def sampling_params(temperature: float, top_p: float, temperature_max: float,
+                    top_k_max: int) -> tuple[Param, Param, Param]:
+    """Temperature, top-k and top-p, in the order they are applied (backend/reference/sampling.py),
+    for every widget that draws tokens: the defaults and ceilings are the widget's."""
+    return (
+        Param("temperature", "temperature τ", "float", default=temperature, min=0.1,
+              max=temperature_max, step=0.05,
+              help="Logits are divided by τ before the softmax: τ < 1 sharpens, τ > 1 flattens. "
+                   "Applied first, then top-k, then top-p."),
+        Param("top_k", "top-k (0 = off)", "int", default=0, min=0, max=top_k_max, step=1,
+              help="Keep only the k most likely tokens; 0 keeps them all."),
+        Param("top_p", "top-p (1 = off)", "float", default=top_p, min=0.05, max=1.0, step=0.05,
+              help="Keep the fewest most likely tokens whose probabilities add up to at least p."),
+    )
+
+
 def dtype_param(dtypes, default: str, help: str, label: str = "dtype") -> Param:
     """The number format a widget computes or stores in: one of `dtypes`' names (its table of
     names to torch dtypes), in the table's order."""
