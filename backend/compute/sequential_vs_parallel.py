@@ -26,10 +26,10 @@ from backend.reference import recurrence
 SPEC = WidgetSpec(
     name="sequential_vs_parallel",
     try_next=(
-        "Raise `length` towards 1024: the step-by-step loop's time grows with every step while "
-        "the one parallel product grows far more slowly, so the speed-up widens. Then move "
-        "`factor` above 1 and watch the gradient carried back through the steps explode instead "
-        "of vanish."
+        "Raise `length` one stop at a time: the speed-up rises steeply over the first few dozen "
+        "steps and then levels off, because the single product also does one row of work per "
+        "step. Set `width` to 16, where it is still climbing at 1024. Then move `factor` above 1 "
+        "and watch the gradient carried back through the steps explode instead of vanish."
     ),
     title="One step after another, or all at once",
     description="Wall-clock time of an RNN's T dependent steps against the same arithmetic "
