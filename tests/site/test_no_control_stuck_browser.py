@@ -34,7 +34,7 @@ from tests.support.browser import DESKTOP, new_page
 pytestmark = pytest.mark.browser
 
 SETTLED = """el => { const w = el.widget;
-    return !!w && !w.inflight && !w.dirty && !w.timer; }"""
+    return !!w && w.scheduler.idle; }"""
 
 # What disagrees, in words: a control whose DOM value is not widget.params, or a param whose
 # value is not the one the figure shows.

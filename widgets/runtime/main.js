@@ -1,13 +1,13 @@
 /* The book's widget runtime: one module graph for every widget on every page (this entry and
  * the modules beside it, native ES modules: no bundler).
  *
- * Each `<div data-widget>` carries its spec and results baked at build time (see hook.py).
- * The runtime builds the controls from the spec, draws the baked result for the start values
- * at once, and on every change asks the API to recompute: at most one request in flight per
- * widget, and the newest setting goes out the moment the answer before it is in (no fixed wait;
- * during a drag the figure follows at the rate the server answers). If the API cannot be
- * reached it draws the nearest baked result under a "precomputed" label, so the page keeps
- * working from a static host or a train tunnel.
+ * Each `<div data-widget>` carries its spec and results baked at build time
+ * (widgets/build/widget_blocks.py). The runtime builds the controls from the spec, draws the
+ * baked result for the start values at once, and on every change asks the API to recompute: at
+ * most one request in flight per widget, and the newest setting goes out the moment the answer
+ * before it is in (no fixed wait; during a drag the figure follows at the rate the server
+ * answers). If the API cannot be reached it draws the nearest baked result under a
+ * "precomputed" label, so the page keeps working from a static host or a train tunnel.
  * Mounting happens from Material's `document$`, so it survives instant navigation.
  *
  * What a reader can rely on:
@@ -22,9 +22,13 @@
  * - Figures follow the page's colour scheme, also on a live palette switch.
  * - Each plot has a label, the result's text summary and a data table for screen readers.
  *
- * The modules, one job each: format.js (numbers as Python formats them) and spec.js (the spec's
- * rules), both pure; theme.js, plotly.js, dom.js; controls.js; widget.js with its methods in
- * render.js, scheduler.js, live-spec.js and actions.js; page.js (mounting, page plumbing).
+ * The modules, one job each. Pure (no DOM; node tests them, tests/js/): format.js (numbers as
+ * Python formats them), spec.js (the spec's rules), url-state.js (a setting in the page's URL),
+ * baked.js (the nearest baked result), scheduler.js (Scheduler: the requests, in flight and
+ * waiting). The page's: theme.js, plotly.js, dom.js; controls.js; api.js (the result's request);
+ * live-spec.js (the server's spec); render.js (Figure: the plot; the values and table);
+ * actions.js (Actions: the head's buttons); widget.js (Widget, made of those); page.js
+ * (mounting, page plumbing).
  */
 
 import { formatValue } from "./format.js";
@@ -32,9 +36,8 @@ import { mountAll, onPage } from "./page.js";
 import { whenPlotly } from "./plotly.js";
 import { check, effective, fromSlider, optionLabel, stops } from "./spec.js";
 
-window.bookWidgets = { formatValue: formatValue, mountAll: mountAll, whenPlotly: whenPlotly,
-                       effective: effective, check: check, stops: stops,
-                       fromSlider: fromSlider, optionLabel: optionLabel };
+window.bookWidgets = { formatValue, mountAll, whenPlotly, effective, check, stops, fromSlider,
+                       optionLabel };
 if (window.document$ && window.document$.subscribe) {
   window.document$.subscribe(onPage);
 } else if (document.readyState === "loading") {

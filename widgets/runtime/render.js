@@ -1,190 +1,204 @@
-/* Drawing a result: the figure (themed, sized to the widget), the values, the text summary and
- * the data table (Widget methods). */
+/* Drawing a result: the figure (Figure: themed, sized to the widget, redrawn when its width
+ * changes), the values, the data table, and the status line's words (statusText, pure). */
 
+import { still } from "./controls.js";
 import { el } from "./dom.js";
 import { formatValue } from "./format.js";
-import { check } from "./spec.js";
-import { still } from "./controls.js";
 import { COARSE, PLOT_CONFIG, TOUCH_CONFIG, whenPlotly } from "./plotly.js";
 import { NARROW_PX, merge, themed } from "./theme.js";
 
-export var methods = {};
+/* One widget's plot. It owns the result it draws, the widths it draws at (kept by a
+ * ResizeObserver: reading clientWidth at every draw would force a layout of the whole page),
+ * and the listeners it has put on plotly's div. `who` ({widget, key}) names its timing
+ * measures; `onClick(event)` hears a click on a point. */
+export class Figure {
+  #div;
+  #root;
+  #who;
+  #onClick;
+  #result = null;       // the result drawn, or waiting for plotly.js to be drawn
+  #width = 0;           // the widget's: under NARROW_PX the figure takes its phone layout
+  #plotWidth = 0;       // the plot's, passed to plotly.js so it need not measure the page
+  #clickBound = false;
+  #labelled = false;
 
-methods.draw = function () {
-  var self = this, result = this.shown;
-  if (!result) return;
-  var fig = result.figure;
-  function plot(Plotly) {
-    if (self.shown !== result) return;  // a newer result arrived meanwhile
-    var t0 = performance.now();
-    var layout = Object.assign({}, fig.layout), data = fig.data;
-    var narrow = self.width && self.width < NARROW_PX;
-    if (narrow) {
+  constructor(div, root, { who, onClick }) {
+    this.#div = div;
+    this.#root = root;
+    this.#who = who;
+    this.#onClick = onClick;
+  }
+
+  /* Start following the plot's width (once the widget is in the page): a change of width
+   * redraws the figure to fit. */
+  watchWidth() {
+    this.#width = this.#root.clientWidth || 0;
+    this.#plotWidth = Math.floor(this.#div.getBoundingClientRect().width) || this.#width;
+    if (!window.ResizeObserver) return;
+    new ResizeObserver((entries) => {
+      const w = Math.floor(entries[0].contentRect.width);
+      if (!w || Math.abs(w - this.#plotWidth) < 2) return;  // a height change, or rounding
+      this.#plotWidth = w;
+      this.#width = this.#root.clientWidth || w;
+      this.redraw();
+    }).observe(this.#div);
+  }
+
+  /* Draw `result` ({figure, ...}), at once when plotly.js is here, else when it arrives. */
+  show(result) {
+    this.#result = result;
+    this.redraw();
+  }
+
+  /* Draw the result again (a new width, a palette switch). */
+  redraw() {
+    const result = this.#result;
+    if (!result) return;
+    const failed = () => {
+      this.#div.textContent = "The plotting library did not load; the values below are current.";
+    };
+    if (window.Plotly) {
+      // Drawn at once, before the values and table below change the page (so plotly.js
+      // measures a page whose layout is still clean).
+      try {
+        const p = this.#plot(window.Plotly, result);
+        if (p) p.catch(() => {});
+      } catch (e) { failed(); }
+      return;
+    }
+    whenPlotly().then((Plotly) => this.#plot(Plotly, result)).catch(failed);
+  }
+
+  /* No figure: the plot is emptied (there is no result to show for this setting). */
+  clear() {
+    this.#result = null;
+    if (window.Plotly) window.Plotly.purge(this.#div);
+    this.#div.textContent = "";
+  }
+
+  #plot(Plotly, result) {
+    if (this.#result !== result) return undefined;  // a newer result arrived meanwhile
+    const t0 = performance.now();
+    const fig = result.figure;
+    let layout = { ...fig.layout }, data = fig.data;
+    if (this.#width && this.#width < NARROW_PX) {
       // A figure may carry a patch for phone screens (e.g. stack side-by-side panels), and
       // one per trace for what lives on a trace (a heatmap's colour bar).
       layout = merge(layout, fig.narrow || {});
-      layout.margin = Object.assign({}, layout.margin, { l: 45, r: 5 });
+      layout.margin = { ...layout.margin, l: 45, r: 5 };
       if (fig.narrow_traces) {
-        data = data.map(function (trace, i) { return merge(trace, fig.narrow_traces[i] || {}); });
+        data = data.map((trace, i) => merge(trace, fig.narrow_traces[i] || {}));
       }
     }
     // The width we know, so plotly.js need not measure the page.
     layout.autosize = false;
-    if (self.plotWidth) layout.width = self.plotWidth;
+    if (this.#plotWidth) layout.width = this.#plotWidth;
     if (!layout.height) layout.height = 450;
-    var t = themed(data, layout);
+    const t = themed(data, layout);
     if (COARSE) still(t.layout);
-    if (self.plot.textContent && !self.plot.classList.contains("js-plotly-plot")) {
-      self.plot.textContent = "";
-    }
-    var t1 = performance.now();
-    var done = Plotly.react(self.plot, t.data, t.layout, COARSE ? TOUCH_CONFIG : PLOT_CONFIG);
-    var t2 = performance.now();
-    self.mark(result, { theme: t1 - t0, react: t2 - t1, drawnAt: t2 });
-    return done.then(function () {
-      if (!self.clickBound && self.plot.on) {
-        self.clickBound = true;
-        self.plot.on("plotly_click", function (ev) { self.clicked(ev); });
+    const div = this.#div;
+    if (div.textContent && !div.classList.contains("js-plotly-plot")) div.textContent = "";
+    const t1 = performance.now();
+    const done = Plotly.react(div, t.data, t.layout, COARSE ? TOUCH_CONFIG : PLOT_CONFIG);
+    const t2 = performance.now();
+    mark(result, { theme: t1 - t0, react: t2 - t1, drawnAt: t2 }, this.#who);
+    return done.then(() => {
+      if (!this.#clickBound && div.on) {
+        this.#clickBound = true;
+        div.on("plotly_click", (ev) => this.#onClick(ev));
       }
-      if (self.labelled) return;
-      self.labelled = true;
-      self.plot.querySelectorAll(".modebar-btn").forEach(function (b) {
+      if (this.#labelled) return;
+      this.#labelled = true;
+      div.querySelectorAll(".modebar-btn").forEach((b) => {
         if (!b.getAttribute("aria-label") && b.getAttribute("data-title")) {
           b.setAttribute("aria-label", b.getAttribute("data-title"));
         }
       });
     });
   }
-  function failed() {
-    self.plot.textContent = "The plotting library did not load; the values below are current.";
-  }
-  if (window.Plotly) {
-    // Drawn at once, before the values and table below change the page (so plotly.js
-    // measures a page whose layout is still clean).
-    try { var p = plot(window.Plotly); if (p) p.catch(function () {}); } catch (e) { failed(); }
-    return;
-  }
-  whenPlotly().then(plot).catch(failed);
-};
-
-/* A figure may name what a click on one of its traces sets (`click`: {trace, x, y}, each of x
- * and y a param's name): a click on a cell of the head-score map opens that head. A point
- * whose values a control would refuse is ignored. */
-methods.clicked = function (ev) {
-  var click = this.shown && this.shown.figure.click, self = this;
-  var pt = ev && ev.points && ev.points[0];
-  if (!click || !pt || pt.curveNumber !== click.trace) return;
-  var want = {}, ok = true;
-  if (click.x) want[click.x] = pt.x;
-  if (click.y) want[click.y] = pt.y;
-  var trial = Object.assign({}, this.params, want);
-  this.spec.params.forEach(function (p) {
-    if (p.name in want && check(p, want[p.name], trial, self.labels)) ok = false;
-  });
-  var names = Object.keys(want);
-  if (!ok || !names.length) return;
-  var last = names.pop();
-  names.forEach(function (n) { self.params[n] = want[n]; });
-  this.set(last, want[last]);
-};
+}
 
 /* Where this answer's time went, as a Performance measure `tw:update` from the change to the
  * drawn figure (benchmark: tests/benchmarks/slider_latency.py). */
-methods.mark = function (result, draw) {
-  var t = result.timing;
+export function mark(result, draw, who) {
+  const t = result.timing;
   if (!t || t.marked || !performance.measure) return;
   t.marked = true;
-  var detail = { widget: this.spec.name, key: this.key, params: result.params,
-                 cached: !!result.cached, server_ms: result.elapsed_ms, bytes: t.bytes,
-                 wait: t.sentAt - t.inputAt, network: t.headersAt - t.sentAt,
-                 download: t.bodyAt - t.headersAt, parse: t.parsedAt - t.bodyAt,
-                 client: draw.drawnAt - draw.react - draw.theme - t.parsedAt,
-                 theme: draw.theme, react: draw.react, total: draw.drawnAt - t.inputAt };
+  const detail = { widget: who.widget, key: who.key, params: result.params,
+                   cached: !!result.cached, server_ms: result.elapsed_ms, bytes: t.bytes,
+                   wait: t.sentAt - t.inputAt, network: t.headersAt - t.sentAt,
+                   download: t.bodyAt - t.headersAt, parse: t.parsedAt - t.bodyAt,
+                   client: draw.drawnAt - draw.react - draw.theme - t.parsedAt,
+                   theme: draw.theme, react: draw.react, total: draw.drawnAt - t.inputAt };
   try {
-    performance.measure("tw:update", { start: t.inputAt, end: draw.drawnAt, detail: detail });
+    performance.measure("tw:update", { start: t.inputAt, end: draw.drawnAt, detail });
   } catch (e) { /* an old browser: no measure, nothing else lost */ }
-};
+}
 
-methods.show = function (result, how) {
-  var self = this;
-  this.clearError();
-  this.root.classList.remove("tw-stale", "tw-nobaked");
-  this.shown = result;
-  this.draw();
-  this.valuesBox.textContent = "";
-  var said = [];
-  (this.spec.outputs || []).forEach(function (o) {
-    if (!(o.name in result.values)) return;
-    var text = formatValue(result.values[o.name], o.fmt) + (o.unit ? " " + o.unit : "");
-    var row = el("div", { "class": "tw-value", "data-name": o.name });
+/* The result's values in `box` (a <dl>), as the spec's outputs format them; returns them in
+ * words ("label value unit"), for the text summary. */
+export function renderValues(box, outputs, values) {
+  box.textContent = "";
+  const said = [];
+  for (const o of outputs || []) {
+    if (!(o.name in values)) continue;
+    const text = formatValue(values[o.name], o.fmt) + (o.unit ? ` ${o.unit}` : "");
+    const row = el("div", { "class": "tw-value", "data-name": o.name });
     row.appendChild(el("dt", {}, o.label));
     row.appendChild(el("dd", {}, text));
-    self.valuesBox.appendChild(row);
-    said.push(o.label + " " + text);
-  });
-  // The plot's text alternative: the result's own summary, else the values in words.
-  this.summary.textContent = result.summary ||
-    (this.spec.title + " for " + this.describe(result.params) + ". " + said.join("; ") + ".");
-  if (!how.precomputed || how.precomputed === "offline") this.announce(this.summary.textContent);
-  this.renderTable(result.table);
-  this.setNotice([result.notice, this.stickyNotice, this.movedNotice].filter(Boolean).join(" "));
-  this.spec.params.forEach(function (p) { if (p.type === "text") self.updateCount(p); });
-  this.root.dataset.source = how.precomputed ? "precomputed" : "live";
-  if (how.precomputed === "offline") this.serverAnswers(false, how.why);
-  else if (!how.precomputed) this.serverAnswers(true);
-  if (how.precomputed === "built") {
-    this.status.textContent = "computed when the book was built. Move a control to " +
-      "recompute it live.";
-  } else if (how.precomputed === "offline") {
-    var at = this.spec.params.filter(function (p) {
-      return p.type !== "text" && !self.effective(p).disabled;
-    }).map(function (p) { return self.describeOne(p, result.params[p.name]); }).join(", ");
-    this.status.textContent = how.why + ", so this is the nearest result baked " +
-      "into the page: " + at + ".";
-  } else if (result.cached) {
-    // An answer from a cache (the server's, one in front of it, or this browser's): no
-    // compute time is claimed for it.
-    this.status.textContent = "Computed live on " + result.device + " earlier; this answer " +
-      "came from " + (result.cachedBy === "browser" ? "your browser's cache" :
-                      "the server's cache") + " (nothing recomputed); round trip " +
-      Math.round(result.roundTripMs) + " ms.";
-  } else {
-    this.status.textContent = "Computed live on " + result.device + " in " +
-      formatValue(result.elapsed_ms, ".3g") + " ms; round trip " +
-      Math.round(result.roundTripMs) + " ms.";
+    box.appendChild(row);
+    said.push(`${o.label} ${text}`);
   }
-  // Baked at build time on a healthy server is a neutral note; a warning only as a fallback.
-  this.root.classList.toggle("tw-precomputed", how.precomputed === "offline");
-  this.root.classList.toggle("tw-built", how.precomputed === "built");
-};
+  return said;
+}
 
-/* The figure's data as a real table, in a closed <details> a screen reader can open. */
-methods.renderTable = function (table) {
-  var box = this.table;
+/* The figure's data as a real table, in `box` (a closed <details> a screen reader can open). */
+export function renderTable(box, table) {
   box.textContent = "";
   if (!table || !table.rows) { box.hidden = true; return; }
   box.hidden = false;
-  box.appendChild(el("summary", {}, "Data table" + (table.caption ? ": " + table.caption : "")));
-  var wrap = el("div", { "class": "tw-table-scroll" });
-  var t = el("table", {});
+  box.appendChild(el("summary", {}, "Data table" + (table.caption ? `: ${table.caption}` : "")));
+  const wrap = el("div", { "class": "tw-table-scroll" });
+  const t = el("table", {});
   if (table.caption) t.appendChild(el("caption", {}, table.caption));
   if (table.columns) {
-    var tr = el("tr", {});
-    table.columns.forEach(function (c) { tr.appendChild(el("th", { scope: "col" }, String(c))); });
-    var thead = el("thead", {});
+    const tr = el("tr", {});
+    for (const c of table.columns) tr.appendChild(el("th", { scope: "col" }, String(c)));
+    const thead = el("thead", {});
     thead.appendChild(tr);
     t.appendChild(thead);
   }
-  var tbody = el("tbody", {});
-  table.rows.forEach(function (row) {
-    var r = el("tr", {});
-    row.forEach(function (cell, i) {
-      var text = typeof cell === "number" ? formatValue(cell, ".4g") : String(cell);
+  const tbody = el("tbody", {});
+  for (const row of table.rows) {
+    const r = el("tr", {});
+    row.forEach((cell, i) => {
+      const text = typeof cell === "number" ? formatValue(cell, ".4g") : String(cell);
       r.appendChild(el(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : {}, text));
     });
     tbody.appendChild(r);
-  });
+  }
   t.appendChild(tbody);
   wrap.appendChild(t);
   box.appendChild(wrap);
-};
+}
+
+/* The status line under a figure: where `result` came from. `how.precomputed`: "built" (baked
+ * at build time, the page's opening figure), "offline" (baked, standing in because the server
+ * did not answer: `how.why`; `at`: the setting it shows, in words), else a live answer. */
+export function statusText(result, how, at) {
+  if (how.precomputed === "built") {
+    return "computed when the book was built. Move a control to recompute it live.";
+  }
+  if (how.precomputed === "offline") {
+    return `${how.why}, so this is the nearest result baked into the page: ${at}.`;
+  }
+  const trip = `round trip ${Math.round(result.roundTripMs)} ms.`;
+  if (result.cached) {
+    // An answer from a cache (the server's, one in front of it, or this browser's): no
+    // compute time is claimed for it.
+    return `Computed live on ${result.device} earlier; this answer came from ` +
+      (result.cachedBy === "browser" ? "your browser's cache" : "the server's cache") +
+      ` (nothing recomputed); ${trip}`;
+  }
+  return `Computed live on ${result.device} in ${formatValue(result.elapsed_ms, ".3g")} ms; ${trip}`;
+}

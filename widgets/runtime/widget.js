@@ -1,331 +1,531 @@
-/* A widget: its controls, its state (the params, what is shown, notices) and its URL keys. The
- * figure drawing (render.js), the requests (scheduler.js), the server's spec (live-spec.js) and
- * the head's buttons (actions.js) are its other methods. */
+/* A widget: its controls, its setting (the params), what it shows (the result, its notices and
+ * status) and its URL keys. The parts it is made of each own their own state: the requests
+ * (scheduler.js, a Scheduler it is the host of), the figure (render.js, a Figure) and the head's
+ * buttons (actions.js, Actions); the link it was opened with (url-state.js), the server's spec
+ * (live-spec.js) and the baked stand-ins (baked.js) are pure functions it calls. */
 
-import { methods as actions, notebookLink } from "./actions.js";
+import { Actions, notebookHref } from "./actions.js";
+import { answeredBy, fetchResult } from "./api.js";
+import { nearestBaked, unbaked } from "./baked.js";
 import { buildControl, guardTouch, valueText } from "./controls.js";
 import { el } from "./dom.js";
-import { methods as liveSpec } from "./live-spec.js";
+import { intoRange, mergeSpec } from "./live-spec.js";
 import { COARSE } from "./plotly.js";
-import { methods as render } from "./render.js";
-import { methods as scheduler } from "./scheduler.js";
-import { check, effective, isNum, nearest, plain, released, sliderRange, stops,
+import { Figure, renderTable, renderValues, statusText } from "./render.js";
+import { Scheduler, outcome } from "./scheduler.js";
+import { canonical, check, effective, isNum, nearest, plain, released, sliderRange, stops,
          toSlider } from "./spec.js";
+import { readSetting, settingLink, writeSetting } from "./url-state.js";
 
-var ANNOUNCE_AFTER_MS = 700;  // a screen reader hears the result once the reader pauses
+const ANNOUNCE_AFTER_MS = 700;  // a screen reader hears the result once the reader pauses
+const BUSY_AFTER_MS = 250;  // only an answer slower than this dims the figure (no flicker in drags)
 
-var uidCounter = 0;
+let uidCounter = 0;
 
-export function Widget(root) {
-  var config = JSON.parse(root.querySelector("script.tw-config").textContent);
-  var self = this;
-  this.root = root;
-  this.uid = ++uidCounter;
-  this.spec = config.spec;
-  this.key = config.key || this.spec.name;   // this instance's prefix in the page URL
-  this.api = (config.api || "/api").replace(/\/$/, "");
-  this.baked = config.baked;
-  this.params = Object.assign({}, config.start);
-  this.labels = {};
-  this.spec.params.forEach(function (p) { self.labels[p.name] = p.label; });
-  this.shown = null;      // the result whose figure and values are on the page
-  this.stickyNotice = ""; // about the link the page was opened with, until the reader acts
-  this.movedNotice = "";  // a control that moved because another one changed its range
-  this.timer = null;      // a text field's pause before its value is sent
-  this.inflight = null;   // the one request awaiting its answer, if any
-  this.dirty = false;     // this.params has changed since the last request left
-  this.seq = 0;
-  var fromUrl = this.readUrl();
-  this.build();
-  this.watchWidth();
-  this.applyDepends();
-  this.show(this.baked[0], { precomputed: "built" });
-  this.linked = fromUrl;  // a shared link: computed once the server's spec is in (adoptSpec)
+export class Widget {
+  #announceTimer = null;
+  #busyTimer = null;
+
+  constructor(root) {
+    const config = JSON.parse(root.querySelector("script.tw-config").textContent);
+    this.root = root;
+    this.uid = ++uidCounter;
+    this.spec = config.spec;
+    this.key = config.key || this.spec.name;   // this instance's prefix in the page URL
+    this.api = (config.api || "/api").replace(/\/$/, "");
+    this.baked = config.baked;
+    this.params = { ...config.start };
+    this.labels = {};
+    for (const p of this.spec.params) this.labels[p.name] = p.label;
+    this.shown = null;      // the result whose figure and values are on the page
+    this.stickyNotice = ""; // about the link the page was opened with, until the reader acts
+    this.movedNotice = "";  // a control that moved because another one changed its range
+    this.scheduler = new Scheduler({
+      setting: () => this.params,
+      send: (setting, signal) => fetchResult(this.api, this.spec, setting, signal),
+      sending: (setting) => this.#sending(setting),
+      settled: () => this.#settled(),
+      answered: (answer, how) => this.#answered(answer, how),
+      // Unreachable or too slow: the nearest baked result for the newest setting.
+      failed: (why) => this.fallback(why, { ...this.params }),
+    });
+    const fromUrl = this.#readUrl();
+    this.#build();
+    this.figure.watchWidth();
+    this.applyDepends();
+    this.show(this.baked[0], { precomputed: "built" });
+    this.linked = fromUrl;  // a shared link: computed once the server's spec is in (adoptSpec)
+  }
+
+  effective(p) { return effective(p, this.params, this.labels); }
+  check(p, v) { return check(p, v, this.params, this.labels); }
+
+  /* This widget's values in the link the page was opened with (url-state.js): the valid ones
+   * taken, the others named in a notice. Whether the link set any. */
+  #readUrl() {
+    const { params, found, ignored } = readSetting(this.spec, this.key, window.location.search,
+                                                   this.params, this.labels,
+                                                   this.baked[0].params);
+    this.params = params;
+    if (ignored.length) {
+      this.stickyNotice = `This link's setting was ignored: ${ignored.join("; ")}.`;
+    }
+    return found;
+  }
+
+  #writeUrl(params) {
+    const qs = writeSetting(this.spec, this.key, window.location.search, params,
+                            this.baked[0].params);
+    window.history.replaceState(window.history.state, "", window.location.pathname +
+                                (qs ? `?${qs}` : "") + window.location.hash);
+  }
+
+  #build() {
+    const form = el("form", { "class": "tw-controls" });
+    form.addEventListener("submit", (e) => e.preventDefault());
+    this.controls = {};
+    for (const p of this.spec.params) {
+      const c = buildControl(this, p);
+      this.controls[p.name] = c;
+      form.appendChild(c.row);
+    }
+    const titleId = `tw-${this.uid}-title`, summaryId = `tw-${this.uid}-summary`;
+    const plot = el("div", { "class": "tw-plot", role: "figure", "aria-labelledby": titleId,
+                             "aria-describedby": summaryId });
+    this.plot = plot;
+    this.figure = new Figure(plot, this.root, { who: { widget: this.spec.name, key: this.key },
+                                                onClick: (ev) => this.#clicked(ev) });
+    this.summary = el("p", { "class": "tw-summary tw-sr", id: summaryId });
+    this.valuesBox = el("dl", { "class": "tw-values" });
+    this.table = el("details", { "class": "tw-table" });
+    this.table.hidden = true;
+    // The status (where the answer came from, timings) is not announced; the result's summary
+    // is, a moment after the reader stops moving (announce).
+    this.status = el("p", { "class": "tw-status" });
+    this.announcer = el("p", { "class": "tw-sr", "aria-live": "polite" });
+    this.error = el("p", { "class": "tw-error", role: "alert" });
+    this.error.hidden = true;
+    this.notice = el("p", { "class": "tw-notice", role: "status" });
+    this.notice.hidden = true;
+    const head = el("div", { "class": "tw-head" });
+    const title = el("p", { "class": "tw-title", id: titleId });
+    const number = this.root.getAttribute("data-fig");  // "Figure 3.2": the build numbers every figure
+    if (number) title.appendChild(el("span", { "class": "tw-fignum" }, `${number} \u2014 `));
+    title.appendChild(document.createTextNode(this.spec.title));
+    head.appendChild(title);
+    this.actions = new Actions({
+      link: () => settingLink(window.location, this.key, this.root.id),
+      notebook: () => notebookHref(this.api, this.spec, this.params),
+      notify: (text) => this.setNotice(text),
+      say: (text) => { this.announcer.textContent = text; },
+      reset: () => this.reset(),
+    });
+    head.appendChild(this.actions.element);
+    this.root.append(head, form, this.error, this.notice, plot, this.summary, this.valuesBox,
+                     this.table, this.status, this.announcer);
+    if (COARSE) guardTouch(this, form);
+    this.sizeBoxes();
+    for (const p of this.spec.params) if (p.type === "text") this.updateCount(p);
+  }
+
+  /* The constraints the page offers `p` under (a preset's pin left, see `released`), and
+   * the stops its slider moves over (null: a plain slider). */
+  offered(p) { return effective(p, released(p, this.params), this.labels); }
+  stopsOf(p, eff) { return stops(p, eff, (this.baked || []).map((b) => b.params[p.name])); }
+
+  /* Put a control in line with this.params: value, dependent range, disabled state. */
+  syncControl(p) {
+    const c = this.controls[p.name], v = this.params[p.name];
+    if (c.slider) {
+      const eff = this.offered(p), list = this.stopsOf(p, eff), r = sliderRange(p, eff, list);
+      c.slider.min = r.min;
+      c.slider.max = r.max;
+      c.slider.step = r.step;
+      c.box.min = eff.min;
+      c.box.max = eff.max;
+      c.slider.value = toSlider(p, v, list);
+      c.box.value = v;
+      c.slider.setAttribute("aria-valuetext", valueText(p, v));
+    } else if (p.type === "bool") {
+      c.input.checked = !!v;
+    } else if (c.input && c.input.value !== v) {
+      c.input.value = v;
+    }
+    if (p.type === "text") this.updateCount(p);
+  }
+
+  /* Ranges and states that follow other controls (spec.Depends, spec.Limit). A value the new
+   * range excludes moves to the nearest allowed one, and a notice says so; a disabled control
+   * with one allowed value (a preset's setting) shows that value. A move can narrow a param
+   * checked before it (the memory lowers the maximum length, which lowers the mean), so the
+   * pass repeats until nothing moves. Returns what moved, in words. */
+  applyDepends() {
+    const moved = [];
+    for (let pass = 0; pass <= this.spec.params.length; pass++) {
+      const before = moved.length;
+      this.#applyDependsOnce(moved);
+      if (moved.length === before) break;
+    }
+    return moved;
+  }
+
+  #applyDependsOnce(moved) {
+    for (const p of this.spec.params) {
+      if (!(p.depends || []).length && !(p.limits || []).length) { this.syncControl(p); continue; }
+      const eff = this.effective(p), c = this.controls[p.name];
+      for (const i of c.slider ? [c.slider, c.box] : [c.input]) i.disabled = !!eff.disabled;
+      c.row.classList.toggle("tw-disabled", !!eff.disabled);
+      const v = this.params[p.name];
+      let nv = v;
+      if (isNum(p) && !eff.disabled) {
+        nv = Math.min(eff.max, Math.max(eff.min, v));
+        const legal = eff.allowed && eff.allowed.filter((a) => a >= eff.min && a <= eff.max);
+        if (legal && legal.length && legal.indexOf(nv) < 0) nv = nearest(legal, v);
+      } else if (!isNum(p) && eff.allowed && eff.allowed.length && eff.allowed.indexOf(v) < 0) {
+        nv = eff.allowed[0];
+      }
+      if (nv !== v) {
+        this.params[p.name] = nv;
+        moved.push(`'${p.label}' set to ${plain(nv)} ${eff.why.join(" and ")}`);
+      }
+      this.syncControl(p);
+    }
+  }
+
+  updateCount(p) {
+    const c = this.controls[p.name];
+    if (!c || !c.count) return;
+    const n = Array.from(c.input.value).length;
+    let text = `${n} / ${p.max_length} characters`;
+    const values = this.shown && this.shown.values;
+    const tokens = (this.spec.outputs || []).find((o) => o.name === "n_tokens");
+    const first = this.spec.params.find((q) => q.type === "text");
+    if (values && "n_tokens" in values && first && first.name === p.name &&
+        this.shown.params && this.shown.params[p.name] === c.input.value) {
+      text += ` · ${values.n_tokens} ${tokens ? tokens.label : "tokens"}`;
+    }
+    c.count.textContent = text;
+    c.count.classList.toggle("tw-over", n > p.max_length);
+  }
+
+  describeOne(p, v) {
+    if (p.type === "text") {
+      const t = Array.from(String(v));
+      v = `\u201c${t.length > 40 ? t.slice(0, 39).join("") + "\u2026" : t.join("")}\u201d`;
+    } else {
+      v = plain(v);
+    }
+    return `${p.label} = ${v}`;
+  }
+
+  /* In words: the setting the figure shows now ("head dim d_k = 64, positions = 8"). */
+  describe(params) {
+    return this.spec.params.filter((p) => !this.effective(p).disabled)
+      .map((p) => this.describeOne(p, params[p.name])).join(", ");
+  }
+
+  /* A change of one control (controls.js): the setting moves, with what a preset or a rule
+   * moves with it said in a notice, and the scheduler sends it (text after `delay` ms). */
+  set(name, value, delay) {
+    const at = performance.now(), said = [];
+    // Moving a control a preset pins switches the preset to custom, from the preset's values.
+    const p = this.spec.params.find((q) => q.name === name);
+    const free = p ? released(p, this.params) : this.params;
+    for (const k of Object.keys(free)) {
+      if (free[k] === this.params[k]) continue;
+      said.push(`Switched to ${plain(free[k])}, starting from ${plain(this.params[k])}'s ` +
+                "configuration.");
+      this.params[k] = free[k];
+    }
+    this.params[name] = value;
+    let moved = this.applyDepends();
+    // Choosing a preset: one line, not every value it moved.
+    const pins = this.spec.params.some((q) => (q.depends || []).some((dep) =>
+      dep.on === name && dep.release !== undefined &&
+      (dep.cases || []).some((c) => c[0] === value)));
+    if (pins) { moved = []; said.push(`Showing ${plain(value)}'s configuration.`); }
+    this.stickyNotice = "";
+    this.movedNotice = said.concat(moved.length ? [`${moved.join("; ")}.`] : []).join(" ");
+    this.setNotice(this.movedNotice);
+    this.clearError();
+    this.scheduler.changed(delay, at);
+  }
+
+  /* A figure may name what a click on one of its traces sets (`click`: {trace, x, y}, each of x
+   * and y a param's name): a click on a cell of the head-score map opens that head. A point
+   * whose values a control would refuse is ignored. */
+  #clicked(ev) {
+    const click = this.shown && this.shown.figure.click;
+    const pt = ev && ev.points && ev.points[0];
+    if (!click || !pt || pt.curveNumber !== click.trace) return;
+    const want = {};
+    if (click.x) want[click.x] = pt.x;
+    if (click.y) want[click.y] = pt.y;
+    const trial = { ...this.params, ...want };
+    const ok = !this.spec.params.some((p) => p.name in want &&
+                                       check(p, want[p.name], trial, this.labels));
+    const names = Object.keys(want);
+    if (!ok || !names.length) return;
+    const last = names.pop();
+    for (const n of names) this.params[n] = want[n];
+    this.set(last, want[last]);
+  }
+
+  /* A value refused in the browser: say why, and put the control back to what is shown. */
+  refuse(message, p, keepTyping) {
+    this.scheduler.drop();
+    const shownParams = (this.shown && this.shown.params) || this.params;
+    if (!keepTyping) {
+      this.params[p.name] = shownParams[p.name];
+      this.syncControl(p);
+      this.showError(`${message}. Kept ${p.label} = ${plain(shownParams[p.name])}.`);
+    } else {
+      this.showError(`${message}. ${this.staleWords()}`);
+      this.markStale(true);
+    }
+  }
+
+  /* A request left (Scheduler host): a slow answer dims the figure and says what is computed. */
+  #sending(setting) {
+    clearTimeout(this.#busyTimer);
+    const computing = `Computing ${this.describe(setting)}\u2026`;
+    this.#busyTimer = setTimeout(() => {
+      this.root.classList.add("tw-busy");
+      this.plot.setAttribute("aria-busy", "true");
+      this.status.textContent = computing;
+    }, BUSY_AFTER_MS);
+  }
+
+  #settled() {
+    clearTimeout(this.#busyTimer);
+    this.root.classList.remove("tw-busy");
+    this.plot.removeAttribute("aria-busy");
+  }
+
+  /* An answer came back (Scheduler host): drawn, refused in words, or a baked stand-in. */
+  #answered(answer, { sent, newer, inputAt, sentAt }) {
+    const { body, resp } = answer;
+    switch (outcome(answer, newer)) {
+      case "show": {
+        body.roundTripMs = performance.now() - sentAt;
+        const from = answeredBy(answer.url, resp);
+        if (from) { body.cached = true; body.cachedBy = from; }
+        body.timing = { inputAt, sentAt, ...answer.timing };
+        this.show(body, {});
+        if (!newer) this.#writeUrl(body.params || sent);
+        break;
+      }
+      case "refused":
+        this.serverRefused(body);  // the reader's input: say what to fix
+        break;
+      case "fallback":
+        this.fallback(body && body.error ? body.error : `HTTP ${resp.status}`, sent);
+        break;
+      default:  // "drop": for a setting the reader has left; the newer one is on its way
+    }
+  }
+
+  /* A 400: the figure keeps the last valid setting and says so. Every control but text goes
+   * back to the value the figure shows: the one the reader moved, whichever param the error
+   * names, and any a rule moved with it, so controls and figure never disagree and the next move
+   * starts from a setting the server took. Text stays as typed, to be fixed; it is not stale
+   * unless the refusal is about it. */
+  serverRefused(body) {
+    let textRefused = false;
+    const shownParams = (this.shown && this.shown.params) || this.baked[0].params;
+    for (const q of this.spec.params) {
+      if (q.type === "text") {
+        if (q.name === body.param) textRefused = true;
+        continue;
+      }
+      if (shownParams[q.name] !== undefined) this.params[q.name] = shownParams[q.name];
+    }
+    this.applyDepends();
+    this.movedNotice = "";
+    this.setNotice(this.stickyNotice);
+    const said = body.error + (/[.!?]$/.test(body.error) ? " " : ". ");
+    if (textRefused) {
+      this.showError(said + this.staleWords());
+      this.markStale(true);
+    } else {
+      this.showError(`${said}Kept ${this.describe(shownParams)}.`);
+      this.markStale(false);
+    }
+  }
+
+  /* No answer for `sent`: the nearest baked result, under a label that says why; or, for a text
+   * or choice no baked point has, no figure and words saying so (never another setting's). */
+  fallback(why, sent) {
+    const want = sent || this.params;
+    const best = nearestBaked(this.spec, this.baked, want, this.params, this.labels);
+    if (best) {
+      this.show(best, { precomputed: "offline", why });
+      this.#writeUrl(want);
+      return;
+    }
+    const missing = unbaked(this.spec, this.baked, want);
+    this.shown = null;
+    this.clearError();
+    this.figure.clear();
+    this.valuesBox.textContent = "";
+    this.table.hidden = true;
+    this.summary.textContent = "";
+    this.root.dataset.source = "precomputed";
+    this.root.classList.remove("tw-built");
+    this.root.classList.add("tw-precomputed", "tw-nobaked");
+    this.status.textContent = `${why}, and this page has no precomputed result for ` +
+      missing.map((p) => this.describeOne(p, want[p.name])).join(", ") +
+      ". Go back to a built-in setting, or try again when the server answers.";
+  }
+
+  /* Show `result`: its figure, values, summary, table and status. `how.precomputed`: "built"
+   * (baked, the page's opening figure) or "offline" (baked, standing in: `how.why`); none for
+   * a live answer. */
+  show(result, how) {
+    this.clearError();
+    this.root.classList.remove("tw-stale", "tw-nobaked");
+    this.shown = result;
+    this.figure.show(result);
+    const said = renderValues(this.valuesBox, this.spec.outputs, result.values);
+    // The plot's text alternative: the result's own summary, else the values in words.
+    this.summary.textContent = result.summary ||
+      `${this.spec.title} for ${this.describe(result.params)}. ${said.join("; ")}.`;
+    if (!how.precomputed || how.precomputed === "offline") this.announce(this.summary.textContent);
+    renderTable(this.table, result.table);
+    this.setNotice([result.notice, this.stickyNotice, this.movedNotice].filter(Boolean).join(" "));
+    for (const p of this.spec.params) if (p.type === "text") this.updateCount(p);
+    this.root.dataset.source = how.precomputed ? "precomputed" : "live";
+    if (how.precomputed === "offline") this.serverAnswers(false, how.why);
+    else if (!how.precomputed) this.serverAnswers(true);
+    const at = how.precomputed !== "offline" ? "" : this.spec.params
+      .filter((p) => p.type !== "text" && !this.effective(p).disabled)
+      .map((p) => this.describeOne(p, result.params[p.name])).join(", ");
+    this.status.textContent = statusText(result, how, at);
+    // Baked at build time on a healthy server is a neutral note; a warning only as a fallback.
+    this.root.classList.toggle("tw-precomputed", how.precomputed === "offline");
+    this.root.classList.toggle("tw-built", how.precomputed === "built");
+  }
+
+  /* Draw the figure again (a palette switch). */
+  draw() { this.figure.redraw(); }
+
+  /* Whether the server that makes notebooks answers (the head's notebook link says so). */
+  serverAnswers(ok, why) { this.actions.serverAnswers(ok, why); }
+
+  /* Back to the setting the book opens with: its built result at once, nothing sent, and this
+   * widget's keys gone from the page's URL. An answer still in flight is dropped. */
+  reset() {
+    const start = this.baked[0];
+    this.scheduler.cancel();
+    this.params = { ...start.params };
+    this.applyDepends();
+    this.stickyNotice = "";
+    this.movedNotice = "";
+    this.#writeUrl(this.params);
+    this.show(start, { precomputed: "built" });
+    this.announcer.textContent = `Reset to the book's setting: ${this.describe(this.params)}.`;
+  }
+
+  /* The server's spec for this widget (live-spec.js) in place of the baked one, or null when
+   * the server did not answer. Only a control whose range, choices or rules changed is built
+   * anew, in its place. The reader's values stay where the server allows them; one it does not
+   * moves to the nearest allowed value, a notice says so, and that setting is computed live
+   * (otherwise the baked figure stays until the reader moves). A shared link is computed now,
+   * once its values have been read against the spec that decides them: a value the baked spec
+   * refused is read again against the server's. Whether the server's spec was adopted. */
+  adoptSpec(live) {
+    let moved = live ? this.#adoptParams(live) : null, relinked = false;
+    if (moved && this.stickyNotice) {  // the link's setting the baked spec refused, and the
+      this.stickyNotice = "";          // reader has not acted since
+      relinked = this.#readUrl();
+    }
+    if (moved) {
+      this.sizeBoxes();  // rebuilt controls: boxes as wide as their new ranges need
+      moved = moved.concat(this.applyDepends());
+      if (moved.length) this.movedNotice = `This server's limits: ${moved.join("; ")}.`;
+      this.setNotice([this.shown && this.shown.notice, this.stickyNotice, this.movedNotice]
+                     .filter(Boolean).join(" "));
+    }
+    const linked = this.linked;
+    this.linked = false;
+    const pending = this.scheduler.inFlight || (this.shown || {}).params;
+    if (((moved && moved.length) || relinked || linked) &&
+        canonical(this.params) !== canonical(pending || {})) {
+      this.scheduler.due();
+    }
+    return !!moved;
+  }
+
+  /* adoptSpec's first half: null when the server's spec is not adopted (mergeSpec), else the
+   * values moved into the server's ranges, in words, each changed control rebuilt in place
+   * (keeping the focus where the reader had it). */
+  #adoptParams(live) {
+    const merged = mergeSpec(this.spec, live);
+    if (!merged) return null;
+    this.spec = merged.spec;
+    for (const p of this.spec.params) this.labels[p.name] = p.label;
+    const moved = [];
+    for (const { param: p, fallback } of merged.changed) {
+      const into = intoRange(p, this.params[p.name], fallback);
+      if (into.moved) {
+        this.params[p.name] = into.value;
+        moved.push(into.moved);
+      }
+      const old = this.controls[p.name], active = document.activeElement;
+      const focused = old.row.contains(active) ? active.getAttribute("name") : null;
+      const c = buildControl(this, p);
+      old.row.parentNode.replaceChild(c.row, old.row);
+      this.controls[p.name] = c;
+      const again = focused && c.row.querySelector(`[name="${focused}"]`);
+      if (again) again.focus();
+    }
+    return moved;
+  }
+
+  staleWords() {
+    return "The figure and values still show " +
+      `${this.describe((this.shown && this.shown.params) || this.params)}.`;
+  }
+
+  markStale(on) {
+    this.root.classList.toggle("tw-stale", !!on);
+    if (on) this.status.textContent = `Not updated: ${this.staleWords().replace(/^The/, "the")}`;
+  }
+
+  showError(message) {
+    this.error.textContent = message;
+    this.error.hidden = false;
+    this.root.classList.add("tw-has-error");
+  }
+
+  clearError() {
+    this.error.hidden = true;
+    this.root.classList.remove("tw-has-error");
+  }
+
+  setNotice(text) {
+    this.notice.textContent = text || "";
+    this.notice.hidden = !text;
+  }
+
+  /* Number boxes wide enough for the longest value of their range (128256, 1048576): a
+   * character per digit, separator or decimal, plus the padding. */
+  sizeBoxes() {
+    for (const p of this.spec.params) {
+      const c = this.controls[p.name];
+      if (!c || !c.box) continue;
+      const lengths = [p.min, p.max, p.default].map((v) => String(v).length);
+      if (p.step && p.step % 1) {
+        lengths.push(String(p.max).split(".")[0].length + 1 + String(p.step).split(".")[1].length);
+      }
+      c.box.style.width = `${Math.max(4, Math.min(12, Math.max(...lengths) + 1))}ch`;
+    }
+  }
+
+  /* What a screen reader hears: the result's summary, once the reader has stopped moving. */
+  announce(text) {
+    clearTimeout(this.#announceTimer);
+    this.#announceTimer = setTimeout(() => { this.announcer.textContent = text; },
+                                     ANNOUNCE_AFTER_MS);
+  }
 }
-
-Widget.prototype.effective = function (p) { return effective(p, this.params, this.labels); };
-Widget.prototype.check = function (p, v) { return check(p, v, this.params, this.labels); };
-
-/* Settings are mirrored into the page's query string (`?attention_scaling.d_k=256`), so a
- * reader or an instructor can share exactly what they are looking at. Only valid values are
- * taken from a link; the others are named in a notice and ignored. */
-Widget.prototype.readUrl = function () {
-  var self = this, query = new URLSearchParams(window.location.search), found = false;
-  var ignored = [];
-  this.spec.params.forEach(function (p) {
-    var raw = query.get(self.key + "." + p.name);
-    if (raw === null) return;
-    var v = raw;
-    if (isNum(p)) v = raw.trim() === "" || isNaN(+raw) ? raw : +raw;
-    else if (p.type === "bool") v = raw === "true" || raw === "1" ? true
-                                  : raw === "false" || raw === "0" ? false : raw;
-    var trial = Object.assign({}, self.params);
-    trial[p.name] = v;
-    var problem = check(p, v, trial, self.labels);
-    if (problem) { ignored.push(problem); return; }
-    self.params[p.name] = v;
-    found = true;
-  });
-  // a later rule may now fail for a value taken earlier (layer=5 before model=book)
-  this.spec.params.forEach(function (p) {
-    var problem = check(p, self.params[p.name], self.params, self.labels);
-    if (problem) {
-      ignored.push(problem);
-      self.params[p.name] = self.baked[0].params[p.name];
-    }
-  });
-  if (ignored.length) {
-    this.stickyNotice = "This link's setting was ignored: " + ignored.join("; ") + ".";
-  }
-  return found;
-};
-
-Widget.prototype.writeUrl = function (params) {
-  var self = this, query = new URLSearchParams(window.location.search);
-  this.spec.params.forEach(function (p) {
-    var key = self.key + "." + p.name, v = params[p.name];
-    if (v === self.baked[0].params[p.name]) query.delete(key);
-    else query.set(key, String(v));
-  });
-  var qs = query.toString();
-  window.history.replaceState(window.history.state, "",
-                              window.location.pathname + (qs ? "?" + qs : "") + window.location.hash);
-};
-
-Widget.prototype.build = function () {
-  var self = this;
-  var form = el("form", { "class": "tw-controls" });
-  form.addEventListener("submit", function (e) { e.preventDefault(); });
-  this.controls = {};
-  this.spec.params.forEach(function (p) {
-    var c = buildControl(self, p);
-    self.controls[p.name] = c;
-    form.appendChild(c.row);
-  });
-  var titleId = "tw-" + this.uid + "-title", summaryId = "tw-" + this.uid + "-summary";
-  this.plot = el("div", { "class": "tw-plot", role: "figure", "aria-labelledby": titleId,
-                          "aria-describedby": summaryId });
-  this.summary = el("p", { "class": "tw-summary tw-sr", id: summaryId });
-  this.valuesBox = el("dl", { "class": "tw-values" });
-  this.table = el("details", { "class": "tw-table" });
-  this.table.hidden = true;
-  // The status (where the answer came from, timings) is not announced; the result's summary
-  // is, a moment after the reader stops moving (this.announce).
-  this.status = el("p", { "class": "tw-status" });
-  this.announcer = el("p", { "class": "tw-sr", "aria-live": "polite" });
-  this.error = el("p", { "class": "tw-error", role: "alert" });
-  this.error.hidden = true;
-  this.notice = el("p", { "class": "tw-notice", role: "status" });
-  this.notice.hidden = true;
-  var head = el("div", { "class": "tw-head" });
-  var title = el("p", { "class": "tw-title", id: titleId });
-  var number = this.root.getAttribute("data-fig");  // "Figure 3.2": the build numbers every figure
-  if (number) title.appendChild(el("span", { "class": "tw-fignum" }, number + " \u2014 "));
-  title.appendChild(document.createTextNode(this.spec.title));
-  head.appendChild(title);
-  var actions = el("div", { "class": "tw-actions" });
-  this.copyButton = el("button", { type: "button", "class": "tw-action tw-copy" },
-                       "Copy link to this setting");
-  this.resetButton = el("button", { type: "button", "class": "tw-action tw-reset" }, "Reset");
-  this.copyButton.addEventListener("click", function () { self.copyLink(); });
-  this.resetButton.addEventListener("click", function () { self.reset(); });
-  actions.appendChild(this.copyButton);
-  actions.appendChild(notebookLink(this));
-  actions.appendChild(this.resetButton);
-  head.appendChild(actions);
-  [head, form, this.error, this.notice, this.plot, this.summary, this.valuesBox, this.table,
-   this.status, this.announcer].forEach(function (n) { self.root.appendChild(n); });
-  if (COARSE) guardTouch(this, form);
-  this.sizeBoxes();
-  this.spec.params.forEach(function (p) { if (p.type === "text") self.updateCount(p); });
-};
-
-/* The constraints the page offers `p` under (a preset's pin left, see `released`), and
- * the stops its slider moves over (null: a plain slider). */
-Widget.prototype.offered = function (p) {
-  return effective(p, released(p, this.params), this.labels);
-};
-Widget.prototype.stopsOf = function (p, eff) {
-  return stops(p, eff, (this.baked || []).map(function (b) { return b.params[p.name]; }));
-};
-
-/* Put every control in line with this.params: values, dependent ranges, disabled states. */
-Widget.prototype.syncControl = function (p) {
-  var c = this.controls[p.name], v = this.params[p.name];
-  if (c.slider) {
-    var eff = this.offered(p), list = this.stopsOf(p, eff), r = sliderRange(p, eff, list);
-    c.slider.min = r.min;
-    c.slider.max = r.max;
-    c.slider.step = r.step;
-    c.box.min = eff.min;
-    c.box.max = eff.max;
-    c.slider.value = toSlider(p, v, list);
-    c.box.value = v;
-    c.slider.setAttribute("aria-valuetext", valueText(p, v));
-  } else if (p.type === "bool") {
-    c.input.checked = !!v;
-  } else if (c.input && c.input.value !== v) {
-    c.input.value = v;
-  }
-  if (p.type === "text") this.updateCount(p);
-};
-
-/* Ranges and states that follow other controls (spec.Depends, spec.Limit). A value the new
- * range excludes moves to the nearest allowed one, and a notice says so; a disabled control
- * with one allowed value (a preset's setting) shows that value. A move can narrow a param
- * checked before it (the memory lowers the maximum length, which lowers the mean), so the
- * pass repeats until nothing moves. */
-Widget.prototype.applyDepends = function () {
-  var moved = [], before;
-  for (var pass = 0; pass <= this.spec.params.length; pass++) {
-    before = moved.length;
-    this.applyDependsOnce(moved);
-    if (moved.length === before) break;
-  }
-  return moved;
-};
-
-Widget.prototype.applyDependsOnce = function (moved) {
-  var self = this;
-  this.spec.params.forEach(function (p) {
-    if (!(p.depends || []).length && !(p.limits || []).length) { self.syncControl(p); return; }
-    var eff = self.effective(p), c = self.controls[p.name];
-    var inputs = c.slider ? [c.slider, c.box] : [c.input];
-    inputs.forEach(function (i) { i.disabled = !!eff.disabled; });
-    c.row.classList.toggle("tw-disabled", !!eff.disabled);
-    var v = self.params[p.name], nv = v;
-    if (isNum(p) && !eff.disabled) {
-      nv = Math.min(eff.max, Math.max(eff.min, v));
-      var legal = eff.allowed && eff.allowed.filter(function (a) {
-        return a >= eff.min && a <= eff.max;
-      });
-      if (legal && legal.length && legal.indexOf(nv) < 0) nv = nearest(legal, v);
-    } else if (!isNum(p) && eff.allowed && eff.allowed.length && eff.allowed.indexOf(v) < 0) {
-      nv = eff.allowed[0];
-    }
-    if (nv !== v) {
-      self.params[p.name] = nv;
-      moved.push("'" + p.label + "' set to " + plain(nv) + " " + eff.why.join(" and "));
-    }
-    self.syncControl(p);
-  });
-};
-
-Widget.prototype.updateCount = function (p) {
-  var c = this.controls[p.name];
-  if (!c || !c.count) return;
-  var n = Array.from(c.input.value).length;
-  var text = n + " / " + p.max_length + " characters";
-  var values = this.shown && this.shown.values;
-  var tokens = (this.spec.outputs || []).filter(function (o) { return o.name === "n_tokens"; })[0];
-  var first = this.spec.params.filter(function (q) { return q.type === "text"; })[0];
-  if (values && "n_tokens" in values && first && first.name === p.name &&
-      this.shown.params && this.shown.params[p.name] === c.input.value) {
-    text += " · " + values.n_tokens + " " + (tokens ? tokens.label : "tokens");
-  }
-  c.count.textContent = text;
-  c.count.classList.toggle("tw-over", n > p.max_length);
-};
-
-Widget.prototype.describeOne = function (p, v) {
-  if (p.type === "text") {
-    var t = Array.from(String(v));
-    v = "\u201c" + (t.length > 40 ? t.slice(0, 39).join("") + "\u2026" : t.join("")) + "\u201d";
-  } else {
-    v = plain(v);
-  }
-  return p.label + " = " + v;
-};
-
-/* In words: the setting the figure shows now ("head dim d_k = 64, positions = 8"). */
-Widget.prototype.describe = function (params) {
-  var self = this;
-  return this.spec.params.filter(function (p) {
-    return !self.effective(p).disabled;
-  }).map(function (p) { return self.describeOne(p, params[p.name]); }).join(", ");
-};
-
-/* A value refused in the browser: say why, and put the control back to what is shown. */
-Widget.prototype.refuse = function (message, p, keepTyping) {
-  clearTimeout(this.timer);
-  this.timer = null;
-  this.dirty = false;
-  var shownParams = (this.shown && this.shown.params) || this.params;
-  if (!keepTyping) {
-    this.params[p.name] = shownParams[p.name];
-    this.syncControl(p);
-    this.showError(message + ". Kept " + p.label + " = " + plain(shownParams[p.name]) + ".");
-  } else {
-    this.showError(message + ". " + this.staleWords());
-    this.markStale(true);
-  }
-};
-
-Widget.prototype.staleWords = function () {
-  return "The figure and values still show " +
-    this.describe((this.shown && this.shown.params) || this.params) + ".";
-};
-
-Widget.prototype.markStale = function (on) {
-  this.root.classList.toggle("tw-stale", !!on);
-  if (on) {
-    this.status.textContent = "Not updated: " + this.staleWords().replace(/^The/, "the");
-  }
-};
-
-Widget.prototype.showError = function (message) {
-  this.error.textContent = message;
-  this.error.hidden = false;
-  this.root.classList.add("tw-has-error");
-};
-
-Widget.prototype.clearError = function () {
-  this.error.hidden = true;
-  this.root.classList.remove("tw-has-error");
-};
-
-Widget.prototype.setNotice = function (text) {
-  this.notice.textContent = text || "";
-  this.notice.hidden = !text;
-};
-
-/* Number boxes wide enough for the longest value of their range (128256, 1048576): a
- * character per digit, separator or decimal, plus the padding. */
-Widget.prototype.sizeBoxes = function () {
-  var self = this;
-  this.spec.params.forEach(function (p) {
-    var c = self.controls[p.name];
-    if (!c || !c.box) return;
-    var longest = Math.max.apply(null, [p.min, p.max, p.default].map(function (v) {
-      return String(v).length;
-    }).concat(p.step && p.step % 1 ? [String(p.max).split(".")[0].length + 1 +
-                                      String(p.step).split(".")[1].length] : []));
-    c.box.style.width = Math.max(4, Math.min(12, longest + 1)) + "ch";
-  });
-};
-
-/* What a screen reader hears: the result's summary, once the reader has stopped moving. */
-Widget.prototype.announce = function (text) {
-  var self = this;
-  clearTimeout(this.announceTimer);
-  this.announceTimer = setTimeout(function () { self.announcer.textContent = text; },
-                                  ANNOUNCE_AFTER_MS);
-};
-
-/* The plot's width, kept by a ResizeObserver: reading clientWidth at every draw would force
- * a layout of the whole page. A change of width redraws the figure to fit. */
-Widget.prototype.watchWidth = function () {
-  var self = this;
-  this.width = this.root.clientWidth || 0;
-  this.plotWidth = Math.floor(this.plot.getBoundingClientRect().width) || this.width;
-  if (!window.ResizeObserver) return;
-  new ResizeObserver(function (entries) {
-    var w = Math.floor(entries[0].contentRect.width);
-    if (!w || Math.abs(w - self.plotWidth) < 2) return;  // a height change, or rounding
-    self.plotWidth = w;
-    self.width = self.root.clientWidth || w;
-    self.draw();
-  }).observe(this.plot);
-};
-
-Object.assign(Widget.prototype, render, scheduler, liveSpec, actions);
