@@ -17,12 +17,14 @@ class ParamError(ValueError):
 
 class Busy(RuntimeError):
     """The server cannot take this computation now (its queue is full, or another reader's
-    timing holds the host's lock): try again in `retry_after` seconds."""
+    timing holds the host's lock): try again in `retry_after` seconds. `reason` names the
+    cause in a word, for the server's log and metrics."""
 
-    def __init__(self, description: str, retry_after: int = 1):
+    def __init__(self, description: str, retry_after: int = 1, reason: str = "other"):
         super().__init__(description)
         self.description = description
         self.retry_after = retry_after
+        self.reason = reason
 
 
 class ModelUnavailable(RuntimeError):

@@ -4,7 +4,11 @@ Threads per worker let static files flow while a widget computes; torch's own th
 is divided among the workers so they do not fight over cores.
 """
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # gunicorn -c from any folder
@@ -27,9 +31,25 @@ keepalive = 5
 preload_app = True  # import torch and the widgets once, before forking
 control_socket_disable = True  # gunicorn 27 otherwise opens a socket in ~/.gunicorn
 accesslog = "-" if SETTINGS["BOOK_ACCESS_LOG"] else None
+# Behind nginx, %(h)s is the proxy and X-Forwarded-For the reader; %(M)s is the milliseconds
+# from request to answer; the id is the X-Request-Id the answer carries (the proxy's, or the
+# app's own), so a reader's report or a refusal's log line finds its request.
+access_log_format = ('%(h)s %(t)s "%(r)s" %(s)s %(b)s %(M)sms '
+                     'id=%({x-request-id}o)s for=%({x-forwarded-for}i)s')
 errorlog = "-"
 wsgi_app = "backend.app:create_app()"
 limit_request_line = 4094  # gunicorn's default, named: the page POSTs a setting longer than this
+
+# Prometheus metrics from every worker in one scrape: each process writes its counts to files in
+# this folder (prometheus_client's multiprocess mode) and the worker answering /metrics adds
+# them up. A new folder for each server start, so no earlier run's counts are ever added; it
+# is gunicorn that sets the variable (raw_env), just before it imports the app, which is when
+# prometheus_client picks its storage, and a test that imports this file changes nothing. The
+# master removes the folder when it exits (a worker's exit must not).
+METRICS_DIR = tempfile.mkdtemp(prefix="book-metrics-")
+raw_env = [f"PROMETHEUS_MULTIPROC_DIR={METRICS_DIR}"]
+_OWNER = os.getpid()
+atexit.register(lambda: os.getpid() == _OWNER and shutil.rmtree(METRICS_DIR, ignore_errors=True))
 
 
 def _json_error(sock, status_int, reason, mesg):
@@ -94,15 +114,18 @@ WARM_YIELD_MAX_S = 10.0
 def warm(log) -> None:
     import time
 
+    from backend.app import metrics
     from backend.app.demand import DEMAND, WARMING
     from backend.compute import REGISTRY
 
     WARMING.set()  # computations that arrive meanwhile wait longer for a slot, not 503
+    metrics.WARMING.set(1)
     start, yields = time.monotonic(), DEMAND.yields
     try:
         _warm(log, REGISTRY, DEMAND)
     finally:
         WARMING.clear()
+        metrics.WARMING.set(0)
         log.info("warm-up done in %.1f s (gave way to readers %d times)",
                  time.monotonic() - start, DEMAND.yields - yields)
 
@@ -125,6 +148,14 @@ def _warm(log, REGISTRY, demand) -> None:
                     module.compute(params)
                 except Exception:  # a model that cannot load answers 400 per request
                     log.exception("warming %s failed", spec.name)
+
+
+def child_exit(server, worker):
+    """In the master, when a worker has exited: its gauges (queue depth, slots in use, warming)
+    stop counting; its counters and histograms stay in the totals, which never go down."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid, METRICS_DIR)
 
 
 def when_ready(server):

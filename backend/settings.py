@@ -174,8 +174,12 @@ TABLE: tuple[Var, ...] = (
     Var("BOOK_THREADS", "integer", 64, "`64`", "threads per worker: enough that computations "
         "waiting their turn (in the fair queue, not in gunicorn's) leave threads for health "
         "checks, pages and cached answers", _int(1, 256), "1 to 256"),
-    Var("BOOK_ACCESS_LOG", "boolean", False, "off", "log every request to stdout", _bool,
+    Var("BOOK_ACCESS_LOG", "boolean", True, "on", "log every request to stdout (gunicorn's "
+        "access log: client, request line, status, bytes, milliseconds, request id)", _bool,
         "1/true/yes/on or 0/false/no/off"),
+    Var("BOOK_METRICS", "boolean", True, "on", "serve Prometheus metrics at `/metrics` on the "
+        "app's port (every worker in one scrape; see \"Watching it run\")", _bool,
+        "1/true/yes/on or 0/false/no/off", "METRICS"),
     Var("BOOK_DEVICE", "text", "", "`cuda` if available, else `cpu`",
         "torch device the widgets compute on", _device, "cpu, cuda or cuda:N"),
     Var("BOOK_SITE_DIR", "path", str(REPO_ROOT / "site"), "`site/`", "the built book to serve",

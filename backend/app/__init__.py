@@ -13,7 +13,7 @@ from flask_cors import CORS
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from backend import settings
-from backend.app import api, errors, fair_queue, rate, result_cache, security, site
+from backend.app import api, errors, fair_queue, metrics, rate, result_cache, security, site
 
 REPO_ROOT = settings.REPO_ROOT
 
@@ -30,6 +30,7 @@ def create_app(test_config: dict | None = None, environ=None) -> Flask:
         # The client address (rate limits, fairness) is the one the nearest N proxies saw.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=proxies, x_host=proxies)
 
+    metrics.init_app(app)  # first: its hooks time and count what the others refuse
     fair_queue.init_app(app)
     result_cache.init_app(app)
     rate.init_app(app)

@@ -11,7 +11,7 @@ import torch
 from flask import Blueprint, abort, current_app, jsonify, request, send_file, url_for
 
 from backend import device
-from backend.app import fair_queue, notebook, openapi, query, result_cache
+from backend.app import fair_queue, metrics, notebook, openapi, query, result_cache
 from backend.app.demand import WARMING
 from backend.app.release import release
 from backend.compute import REGISTRY
@@ -33,11 +33,13 @@ def health():
     # the limits this device sets, as each widget that has one declares it (`device_limits()`).
     # `warming`: this worker is still warming its widgets in the background (it answers
     # meanwhile, a first computation a little slower); a readiness probe may wait for false.
+    # `queue`: the compute slots of the worker that answered, in use and waited for (the model
+    # widgets' queue stands in front of the widgets' one); /metrics adds up every worker's.
     widget_limits = {name: m.device_limits() for name, m in REGISTRY.items()
                      if callable(getattr(m, "device_limits", None))}
     return {"status": "ok", "device": device.describe(), "torch": torch.__version__,
             "warming": WARMING.is_set(), "accelerator": device.facts(),
-            "limits": widget_limits}
+            "limits": widget_limits, "queue": fair_queue.get().depth()}
 
 
 @bp.get("/widgets")
@@ -95,7 +97,9 @@ def widget_result(name: str):
     module = _module(name)
     params = query.params_from_query(module.SPEC, request.args)
     tag = result_etag(name, params)
-    if request.if_none_match.contains_weak(tag):
+    revalidated = request.if_none_match.contains_weak(tag)
+    metrics.cache_lookup("etag", revalidated)
+    if revalidated:
         resp = current_app.response_class(status=304)
     else:
         resp = jsonify(_answer(name, module, params))
@@ -124,6 +128,7 @@ def _answer(name: str, module, params: dict) -> dict:
     start = time.perf_counter()
     result = cache.get(key)
     cached = result is not None
+    metrics.cache_lookup(cache.kind, cached)
     if not cached:
         # Only computations queue for a slot: a cached answer never counts against fairness.
         with fair_queue.get().compute_slot(heavy=module.SPEC.cost_hint == "heavy"):
@@ -131,6 +136,7 @@ def _answer(name: str, module, params: dict) -> dict:
                 result = run(module, params)
             finally:
                 device.release_cached_memory()  # on a GPU, what a ceiling run reserved
+        metrics.COMPUTE_SECONDS.labels(name).observe(result["computed_ms"] / 1000)
         cache.put(key, result, module.SPEC.result_ttl)
     # elapsed_ms is what *this* request cost the server: a cached answer reports the lookup,
     # never the old compute time as if it had just been spent (that stays in computed_ms).

@@ -6,7 +6,7 @@ from flask import Flask, jsonify, request
 from flask_limiter.errors import RateLimitExceeded
 from werkzeug.exceptions import HTTPException, InternalServerError
 
-from backend.app import rate
+from backend.app import metrics, rate
 from backend.app.site import not_found_page
 from backend.errors import Busy, ModelUnavailable, ParamError
 
@@ -28,13 +28,15 @@ def init_app(app: Flask) -> None:
 
     @app.errorhandler(ModelUnavailable)
     def model_unavailable(exc: ModelUnavailable):
-        app.logger.error("%s: %r", exc, exc.__cause__)  # the cause, with its path, stays here
+        # the cause, with its path, goes to the log line only
+        metrics.refuse("model_unavailable", f"{exc}: {exc.__cause__!r}")
         resp = json_error(503, str(exc))
         resp.headers["Retry-After"] = "30"
         return resp
 
     @app.errorhandler(Busy)
     def busy(exc: Busy):
+        metrics.refuse(exc.reason, str(exc))
         resp = json_error(503, str(exc))  # a full queue, or another reader's timing
         resp.headers["Retry-After"] = str(exc.retry_after)
         return resp
@@ -58,6 +60,9 @@ def init_app(app: Flask) -> None:
             retry_after = rate.get().retry_after()
             message = (f"too many requests from your address (at most {exc.description}); "
                        f"try again in {retry_after} s")
+            metrics.refuse("rate_limit", message)
+        elif exc.code == 503:
+            metrics.refuse("unavailable", message)
         resp = json_error(exc.code, message)
         if retry_after is not None:
             resp.headers["Retry-After"] = str(retry_after)

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 from flask import Flask, current_app
 
+from backend.app import metrics
 from backend.app.demand import DEMAND, WARMING
 from backend.app.rate import client_address
 from backend.errors import Busy
@@ -46,10 +47,14 @@ class _Ticket:
 
 
 class FairQueue:
-    """`slots` computations at once; waiting requests are served fewest-running-client first."""
+    """`slots` computations at once; waiting requests are served fewest-running-client first.
+    A queue given a `metric` name reports its depth, slots in use and waits to Prometheus."""
 
-    def __init__(self, slots: int, places: int, what: str = "widgets"):
+    def __init__(self, slots: int, places: int, what: str = "widgets", metric: str | None = None):
         self.slots, self.places, self.what = slots, places, what
+        self._metrics = None if metric is None else (
+            metrics.QUEUE_WAITING.labels(metric), metrics.QUEUE_RUNNING.labels(metric),
+            metrics.QUEUE_WAIT_SECONDS.labels(metric))
         self.free = slots
         self.running: Counter[str] = Counter()
         self.waiting: dict[str, deque[_Ticket]] = {}
@@ -58,21 +63,41 @@ class FairQueue:
         self._seq = itertools.count()
         self._cond = threading.Condition()
 
-    def _busy(self, why: str) -> Busy:
+    def _busy(self, why: str, reason: str) -> Busy:
         return Busy(f"the server is busy computing other readers' {self.what} ({why}); "
-                    "try again in a moment", retry_after=1)
+                    "try again in a moment", retry_after=1, reason=reason)
+
+    def _report(self) -> None:
+        """The gauges, set while the lock is held so they never go back to an older state."""
+        if self._metrics is not None:
+            self._metrics[0].set(self.n_waiting)
+            self._metrics[1].set(self.slots - self.free)
+
+    def depth(self) -> dict:
+        with self._cond:
+            return {"slots": self.slots, "computing": self.slots - self.free,
+                    "waiting": self.n_waiting, "places": self.places}
 
     def acquire(self, client: str, timeout: float) -> None:
+        start = time.monotonic()
+        try:
+            self._acquire(client, timeout)
+        finally:
+            if self._metrics is not None:
+                self._metrics[2].observe(time.monotonic() - start)
+
+    def _acquire(self, client: str, timeout: float) -> None:
         with self._cond:
             if self.free > 0 and self.n_waiting == 0:
                 self.free -= 1
                 self.running[client] += 1
                 self.last_grant[client] = next(self._seq)
+                self._report()
                 return
             if self.n_waiting >= self.places:
                 hog = max(self.waiting, key=lambda c: (len(self.waiting[c]), -self.waiting[c][-1].seq))
                 if len(self.waiting[hog]) <= len(self.waiting.get(client, ())) + 1:
-                    raise self._busy("the queue is full")
+                    raise self._busy("the queue is full", "queue_full")
                 victim = self.waiting[hog].pop()
                 if not self.waiting[hog]:
                     del self.waiting[hog]
@@ -83,6 +108,7 @@ class FairQueue:
             ticket = _Ticket(client, next(self._seq))
             self.waiting.setdefault(client, deque()).append(ticket)
             self.n_waiting += 1
+            self._report()
             deadline = time.monotonic() + timeout
             while not (ticket.granted or ticket.rejected):
                 left = deadline - time.monotonic()
@@ -92,10 +118,11 @@ class FairQueue:
                         del self.waiting[client]
                         self._forget(client)
                     self.n_waiting -= 1
-                    raise self._busy("waited too long for a slot")
+                    self._report()
+                    raise self._busy("waited too long for a slot", "queue_timeout")
                 self._cond.wait(left)
             if ticket.rejected:
-                raise self._busy("the queue is full")
+                raise self._busy("the queue is full", "queue_full")
 
     def release(self, client: str) -> None:
         with self._cond:
@@ -117,6 +144,7 @@ class FairQueue:
                 self.running[nxt] += 1
                 self.last_grant[nxt] = next(self._seq)
                 ticket.granted = True
+            self._report()
             self._cond.notify_all()
 
     def _forget(self, client: str) -> None:
@@ -139,9 +167,9 @@ class ComputeSlots:
     def __init__(self, app: Flask):
         cfg = app.config
         slots = max(1, int(cfg["MAX_CONCURRENT_COMPUTES"]))
-        self.queue = FairQueue(slots, QUEUE_PLACES_PER_SLOT * slots)
+        self.queue = FairQueue(slots, QUEUE_PLACES_PER_SLOT * slots, metric="widgets")
         # Heavy widgets (whole models) run one at a time per worker, so light ones stay fast.
-        self.heavy = FairQueue(1, QUEUE_PLACES_PER_SLOT, what="model widgets")
+        self.heavy = FairQueue(1, QUEUE_PLACES_PER_SLOT, what="model widgets", metric="models")
         self.wait = float(cfg["COMPUTE_WAIT_SECONDS"])
         self.heavy_wait = float(cfg["HEAVY_WAIT_SECONDS"])
 
@@ -161,6 +189,10 @@ class ComputeSlots:
             else:
                 with self.queue.slot(client, wait):
                     yield
+
+    def depth(self) -> dict:
+        """This worker's two queues, for /api/health (/metrics adds up every worker's)."""
+        return {"widgets": self.queue.depth(), "models": self.heavy.depth()}
 
 
 def init_app(app: Flask) -> None:

@@ -17,6 +17,7 @@ from flask import Flask, current_app
 from flask_caching import Cache
 from flask_caching.backends.rediscache import RedisCache
 
+from backend.app import metrics
 from backend.app.release import release
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ class ResultCache:
             return fn(*args)
         except Exception as exc:  # a cache is an optimisation: never fail the request for it
             self.errors += 1
+            metrics.CACHE_ERRORS.labels(self.kind, what).inc()
             self._skip_until = time.monotonic() + self.PAUSE
             log.warning("result cache (%s) %s failed, computing without it for %.0f s: %s",
                         self.kind, what, self.PAUSE, exc)

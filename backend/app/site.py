@@ -13,6 +13,8 @@ from pathlib import Path
 from flask import Blueprint, abort, current_app, request, send_file
 from werkzeug.security import safe_join
 
+from backend.app import metrics
+
 bp = Blueprint("site", __name__)
 
 CACHE_SECONDS = 600
@@ -45,6 +47,7 @@ def page(path: str):
         abort(404, description=f"no API endpoint /{path}; see /api/openapi.json")
     root = _site_dir()
     if not (root / "index.html").is_file():
+        metrics.refuse("no_site", f"no built book in {root}")
         return ("The book has not been built yet: run `make serve` (or `mkdocs build`).\n",
                 503, {"Content-Type": "text/plain; charset=utf-8"})
     target = safe_join(str(root), path)

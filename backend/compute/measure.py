@@ -50,7 +50,7 @@ def timing_lock(wait: float | None = None, path: str | None = None):
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise Busy("the server is busy timing another reader's request; try "
-                               "again in a moment", retry_after=2) from None
+                               "again in a moment", retry_after=2, reason="timing_lock") from None
                 time.sleep(0.005)
         try:
             yield

@@ -23,7 +23,7 @@ AGREED = {"HOST", "PORT", "WEB_CONCURRENCY", "BOOK_THREADS", "BOOK_ACCESS_LOG", 
           "BOOK_SITE_DIR", "BOOK_MAX_BODY_BYTES", "BOOK_MAX_CONCURRENT",
           "BOOK_COMPUTE_WAIT_SECONDS", "BOOK_HEAVY_WAIT_SECONDS", "BOOK_RATE_LIMIT",
           "BOOK_CACHE_URL", "BOOK_CACHE_PASSWORD", "BOOK_CACHE_TTL_SECONDS", "BOOK_CORS_ORIGINS", "BOOK_API_URL",
-          "BOOK_HF_CHECKPOINT", "BOOK_TIMING_LOCK", "BOOK_TRUSTED_PROXIES"}
+          "BOOK_HF_CHECKPOINT", "BOOK_TIMING_LOCK", "BOOK_TRUSTED_PROXIES", "BOOK_METRICS"}
 
 BAD = [
     ("WEB_CONCURRENCY", "abc", "whole number"),
@@ -31,6 +31,7 @@ BAD = [
     ("PORT", "70000", "from 0 to 65535"),
     ("BOOK_THREADS", "4.5", "whole number"),
     ("BOOK_ACCESS_LOG", "maybe", "1/true/yes/on"),
+    ("BOOK_METRICS", "public", "1/true/yes/on"),
     ("BOOK_DEVICE", "tpu", "cpu, cuda or cuda:N"),
     ("BOOK_MAX_BODY_BYTES", "-1", "from 256 to"),
     ("BOOK_MAX_CONCURRENT", "two", "whole number"),
