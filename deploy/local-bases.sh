@@ -11,6 +11,7 @@
 # then:  NGINX_BASE=localhost/book-nginx:bookworm REDIS_IMAGE=localhost/book-redis:bookworm \
 #        BOOK_REDIS_PASSWORD="$(openssl rand -hex 24)" \
 #        podman-compose up -d
+# (the optional Prometheus, `--profile prometheus`, builds on DEBIAN_BASE=localhost/book-debian:bookworm)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -64,4 +65,4 @@ USER redis
 EXPOSE 6379
 CMD [\"redis-server\", \"--protected-mode\", \"no\"]"
 
-echo "local bases ready: NGINX_BASE=$NGINX REDIS_IMAGE=$REDIS"
+echo "local bases ready: NGINX_BASE=$NGINX REDIS_IMAGE=$REDIS DEBIAN_BASE=$DEBIAN"
