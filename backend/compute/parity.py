@@ -38,6 +38,7 @@ from backend.reference.counting import count_parameters
 from backend.reference.llama_compare import (
     ATTENTION_TOLERANCE,
     DECODE_STEPS,
+    GAIN_STD,
     LOSS_TOLERANCE,
     build_pair,
     compare,
@@ -209,6 +210,7 @@ def compute(params: dict) -> dict:
         "logit_tolerance": r.tolerance, "attention_tolerance": ATTENTION_TOLERANCE,
         "model": params["model"],
         "loss_tolerance": LOSS_TOLERANCE, "max_params": MAX_PARAMS,
+        "gain_std": GAIN_STD,  # the random model's RMSNorm gains: 1 + N(0, gain_std)
         "ok": r.ok, "transformers_version": transformers.__version__,
         "uniform_loss": math.log(cfg.vocab_size),
         "fault": fault, "dtype": dtype, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,

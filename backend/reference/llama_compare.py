@@ -21,12 +21,14 @@ from ..hf_import import LOCK as HF_IMPORT_LOCK
 from .config import ModelConfig
 from .counting import count_parameters
 from .model import DecoderLM, positions_from_mask
+from .norms import RMSNorm
 from .rng import isolated_rng
 
 LOGIT_TOLERANCE = 1e-5  # fp32; eager attention on both sides (bf16: the same, see test_parity)
 LOSS_TOLERANCE = 1e-5
 ATTENTION_TOLERANCE = 1e-6  # weights lie in [0, 1]; fp32 softmax on both sides
 DECODE_STEPS = 16  # positions checked one at a time through the cache
+GAIN_STD = 0.1  # RMSNorm gains drawn as 1 + N(0, GAIN_STD): see build_pair
 PAD_ID = 0  # the token id put in padded slots (masked, so any id gives the same real-token logits)
 
 
@@ -62,8 +64,11 @@ def build_pair(config: ModelConfig, seed: int, dtype: torch.dtype = torch.float3
     """The book's model with seeded random weights, and a LlamaForCausalLM holding the same weights.
 
     The weights are drawn from a private generator (never the global seed: requests run on
-    threads), N(0, 0.02) for every matrix as ``DecoderLM._init_weights`` does. Only parameters are
-    cast to ``dtype``: Llama's RoPE frequencies stay a float32 buffer, as when loading a checkpoint.
+    threads), N(0, 0.02) for every matrix as ``DecoderLM._init_weights`` does, then every RMSNorm
+    gain as 1 + N(0, GAIN_STD): left at its initial 1 a gain multiplies by nothing, and a gain
+    forgotten, applied at the wrong step or given to the other norm of the block in the name
+    mapping would change no number. Only parameters are cast to ``dtype``: Llama's RoPE
+    frequencies stay a float32 buffer, as when loading a checkpoint.
     """
     with HF_IMPORT_LOCK:
         from transformers import LlamaForCausalLM
@@ -75,6 +80,10 @@ def build_pair(config: ModelConfig, seed: int, dtype: torch.dtype = torch.float3
         for p in ours.parameters():  # the tied head is one parameter, drawn once
             if p.dim() == 2:
                 p.normal_(0.0, 0.02, generator=gen)
+        for m in ours.modules():  # after the matrices, so they are the same draws as without
+            if isinstance(m, RMSNorm):
+                m.weight.normal_(1.0, GAIN_STD, generator=gen)
+        for p in ours.parameters():
             p.data = p.data.to(dtype)
     with isolated_rng():  # the same weights are loaded below
         theirs = LlamaForCausalLM(hf_config(config)).eval()

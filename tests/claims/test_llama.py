@@ -268,3 +268,59 @@ def test_llama_model_forward_builds_the_mask_and_the_tables_once():
     loop = model_fwd.index("for decoder_layer in self.layers")
     assert model_fwd.index("create_causal_mask(") < loop and model_fwd.index("self.rotary_emb(") < loop
     assert model_fwd.index("self.norm(") > loop and "lm_head" not in model_fwd
+
+
+def test_the_norm_gains_are_drawn_so_a_mistake_with_them_shows():
+    """'every RMSNorm gain too, around 1 with a spread of 0.1: left at their initial 1, the gains
+    would multiply by nothing, and a gain forgotten, applied before the rounding instead of after,
+    or handed to the block's other norm when the names are mapped would leave every number the
+    same.' Each of the three mistakes, made in the pair `build_pair` returns: the comparison fails
+    with the drawn gains, and with every gain put back to 1 it passes, bit for bit."""
+    from backend.reference.config import ModelConfig
+    from backend.reference.llama_compare import GAIN_STD, build_pair, compare
+    from backend.reference.norms import RMSNorm
+
+    class NoGain(RMSNorm):
+        def forward(self, x):
+            wide = x.float()
+            return (wide * (wide * wide).mean(-1, keepdim=True).add(self.eps).rsqrt()).to(x.dtype)
+
+    class GainBeforeRounding(RMSNorm):
+        def forward(self, x):
+            wide = x.float()
+            unit = wide * (wide * wide).mean(-1, keepdim=True).add(self.eps).rsqrt()
+            return (self.weight.float() * unit).to(x.dtype)
+
+    def swap_class(model, cls):
+        for m in model.modules():
+            if type(m) is RMSNorm:
+                m.__class__ = cls
+
+    def swap_norms_in_llama(theirs):
+        with torch.no_grad():
+            for layer in theirs.model.layers:
+                a, b = layer.input_layernorm.weight, layer.post_attention_layernorm.weight
+                a_old = a.clone()
+                a.copy_(b)
+                b.copy_(a_old)
+
+    mistakes = {  # name -> (dtype it shows in, what it does to the pair)
+        "gain forgotten": (torch.float32, lambda ours, theirs: swap_class(ours, NoGain)),
+        "gain before the rounding": (torch.bfloat16, lambda ours, theirs: swap_class(ours, GainBeforeRounding)),
+        "norms swapped in the mapping": (torch.float32, lambda ours, theirs: swap_norms_in_llama(theirs)),
+    }
+    cfg = ModelConfig(vocab_size=512, d_model=64, n_layers=2, n_heads=8, n_kv_heads=2, d_ff=172,
+                      max_seq_len=16)
+    assert values()["gain_std"] == GAIN_STD == 0.1
+    for name, (dtype, make) in mistakes.items():
+        ours, theirs = build_pair(cfg, 999, dtype)
+        gains = [m.weight for m in ours.modules() if isinstance(m, RMSNorm)]
+        assert all(bool((g != 1).any()) for g in gains)
+        make(ours, theirs)
+        assert not compare(cfg, seed=999, dtype=dtype, pair=(ours, theirs)).ok, name
+        with torch.no_grad():  # the same mistake with every gain at 1, in both models
+            for m in [*ours.modules(), *theirs.modules()]:
+                if isinstance(m, RMSNorm) or type(m).__name__ == "LlamaRMSNorm":
+                    m.weight.fill_(1.0)
+        r = compare(cfg, seed=999, dtype=dtype, pair=(ours, theirs))
+        assert r.ok and r.max_abs_logit_diff == 0.0, name
