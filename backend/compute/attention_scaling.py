@@ -215,11 +215,21 @@ def compute(params: dict) -> dict:
     }
 
 
+ALIGNED_CORRELATION = 0.5  # how far each key leans towards its query, entry by entry
+
+
 def facts(params: dict) -> dict:
     """Values only the prose quotes (`{{ value(...) }}`), worked out when the book is built and
     never per request: the handouts' experiments reproduced (handout 003's NumPy draw alone
-    takes seconds) and what a query looks like at initialisation."""
+    takes seconds), what a query looks like at initialisation, and scores whose keys lean
+    towards their queries, as training makes them."""
+    d_k = params["d_k"]
+    aligned = scaling.aligned_score_means(d_k, n_pairs_for(d_k), ALIGNED_CORRELATION,
+                                          scaling.make_generator(params["seed"] + 2))
     return {
+        "aligned_correlation": ALIGNED_CORRELATION,
+        "aligned_mean_scaled": aligned[0],
+        "aligned_mean_over_d": aligned[1],
         "linear_init_var": init_values()[0],
         "linear_init_score_var": params["d_k"] * init_values()[0] ** 2,
         "gpt2_init_var": init_values()[1],

@@ -195,6 +195,19 @@ def handout_000_draw(seed: int = 0) -> dict:
 # --8<-- [end:handout_000]
 
 
+# --8<-- [start:aligned]
+def aligned_score_means(d_k: int, n_pairs: int, correlation: float,
+                        generator: torch.Generator) -> tuple[float, float]:
+    """Mean of q . k / sqrt(d_k) and of q . k / d_k when every key leans towards its query:
+    k = c q + sqrt(1 - c^2) z, so each entry of k has variance 1 and correlation c with q's."""
+    q = torch.randn(n_pairs, d_k, generator=generator, dtype=torch.float64)  # (N, d_k)
+    z = torch.randn(n_pairs, d_k, generator=generator, dtype=torch.float64)  # (N, d_k)
+    k = correlation * q + math.sqrt(1 - correlation ** 2) * z
+    dots = (q * k).sum(dim=-1)                        # (N,): d_k terms that lean the same way
+    return (dots / math.sqrt(d_k)).mean().item(), (dots / d_k).mean().item()
+# --8<-- [end:aligned]
+
+
 def uniform_entropy(n_positions: int) -> float:
     """The largest entropy a softmax over n positions can have: log n nats."""
     return math.log(n_positions)

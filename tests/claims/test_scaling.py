@@ -232,3 +232,71 @@ def test_check_yourself_over_512_positions_unscaled_rows_often_beat_an_even_row(
     p = widget_rows(64, 512, False)
     rel = scaling.score_gradient(p) / scaling.even_row_gradient(512)
     assert (rel > 1).double().mean() > 0.5
+
+
+# --- What the argument assumes, and where models bend it --------------------------------
+
+def test_aligned_keys_grow_like_d_k_and_only_dividing_by_d_k_holds_them():
+    """"Divided by √d_k, such scores average 4.0 at head size 64 and 11.3 at head size 512,
+    still growing with the head; divided by d_k instead, they average 0.50 at both." (The
+    chapter once called the factor "not a hyperparameter" without saying that the argument
+    holds for independent queries and keys only.)"""
+    small, large = v(64), v(512)
+    c = small["aligned_correlation"]
+    assert large["aligned_mean_scaled"] / small["aligned_mean_scaled"] == pytest.approx(
+        math.sqrt(512 / 64), rel=0.02)                       # like sqrt(d_k) after the division
+    assert f"{small['aligned_mean_over_d']:.2f}" == f"{large['aligned_mean_over_d']:.2f}"
+    assert small["aligned_mean_over_d"] == pytest.approx(c, abs=0.01)
+    for d_k in D_KS:  # at every stop, the divided-by-sqrt(d_k) mean is about c sqrt(d_k)
+        assert v(d_k)["aligned_mean_scaled"] == pytest.approx(c * math.sqrt(d_k), rel=0.1, abs=0.05)
+    # and the independent pairs of the same chapter do not grow: variance 1 after the division
+    assert small["var_scaled"] == pytest.approx(1, abs=0.05)
+
+
+def test_t5_divides_by_nothing_and_starts_its_queries_root_d_k_smaller():
+    """"T5 divides by nothing. It draws its query weights √d_k times smaller than its key
+    weights ... so its undivided scores start with variance 1 all the same" (transformers, as
+    installed)."""
+    from transformers import T5Config, T5EncoderModel
+
+    d_model, d_k = 512, 64
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = T5EncoderModel(T5Config(vocab_size=32, d_model=d_model, d_kv=d_k, num_heads=8,
+                                        d_ff=64, num_layers=1))
+        x = torch.randn(20_000, d_model)
+    attn = model.encoder.block[0].layer[0].SelfAttention
+    assert attn.scaling == 1.0
+    assert attn.q.weight.std().item() == pytest.approx((d_model * d_k) ** -0.5, rel=0.02)
+    assert attn.k.weight.std().item() == pytest.approx(d_model ** -0.5, rel=0.02)
+    with torch.no_grad():  # queries and keys of unrelated unit-variance tokens, 8 heads of 64
+        q, k = attn.q(x).view(-1, 8, d_k), attn.k(x.roll(1, 0)).view(-1, 8, d_k)
+    assert (q * k).sum(-1).var().item() == pytest.approx(1, abs=0.05)
+
+
+def test_gemma_2_divides_by_the_root_of_query_pre_attn_scalar():
+    """"Gemma 2 divides by the square root of a number in its configuration,
+    query_pre_attn_scalar. In the 27B model that number is 144, the model's width over its
+    number of heads (4,608 / 32), while each head is 128 wide." The 27B's numbers are
+    google/gemma_pytorch's get_config_for_27b; the scale is transformers' Gemma2Attention."""
+    from transformers import Gemma2Config
+    from transformers.models.gemma2.modeling_gemma2 import Gemma2Attention
+
+    width, heads, head_dim, scalar = 4608, 32, 128, 144
+    assert scalar == width // heads != head_dim
+    small = Gemma2Config(vocab_size=32, hidden_size=256, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=head_dim,
+                         query_pre_attn_scalar=scalar)
+    scale = Gemma2Attention(small, 0).scaling
+    assert scale == pytest.approx(scalar ** -0.5) and scale != pytest.approx(head_dim ** -0.5)
+
+
+def test_exercise_2_dividing_by_d_k_shrinks_independent_scores_towards_even_rows():
+    """Exercise 2: "The variance becomes d_k / d_k² = 1/d_k: the scores shrink towards 0 and
+    the softmax tends to uniform as d_k grows"."""
+    g = scaling.make_generator(SEED)
+    for d_k in (16, 512):
+        unscaled, _ = scaling.dot_product_variance(d_k, 4000, g)
+        assert unscaled / d_k ** 2 == pytest.approx(1 / d_k, rel=0.1)
+    rows = [torch.softmax(scaling.random_scores(d_k, 8, 4, 64, g) / d_k, -1) for d_k in (16, 512)]
+    assert rows[1].max() < rows[0].max() and rows[1].max() < 1 / 8 + 0.05
