@@ -60,9 +60,13 @@ def memory_bytes() -> int:
         out = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True,
                              timeout=120, check=True)
         free = int(out.stdout.split()[-1])
-    # Every worker of this server shares the card: each plans against its share, so two
-    # workers' ceiling runs at once still fit.
-    return int(free) // max(1, int(settings.get("WEB_CONCURRENCY")))
+    return worker_share(int(free), int(settings.get("WEB_CONCURRENCY")))
+
+
+def worker_share(free_bytes: int, workers: int) -> int:
+    """One worker's share of a card's free bytes. Every worker of the server shares the card:
+    each plans against its share, so that all of them running a ceiling request at once still fit."""
+    return free_bytes // max(1, workers)
 
 
 def release_cached_memory() -> bool:

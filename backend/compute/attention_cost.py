@@ -165,15 +165,32 @@ def measure(T: int, d_head: int, n_heads: int, batch: int, dtype_name: str) -> d
     return out
 
 
+# The workers of a lecture-hall server: WEB_CONCURRENCY in compose.yaml and in the cluster's
+# configmap (a test holds them equal). On a GPU each plans against its share of the card.
+SHIPPED_WORKERS = 2
+
+
+def gpu_memory_ceiling(free_bytes: int, workers: int, n_heads: int = 1, batch: int = 1,
+                       dtype=torch.float32) -> int:
+    """The memory rule's ceiling on a GPU with `free_bytes` free at the server's start and
+    `workers` workers, as a worker computes it: its share of the card (`device.worker_share`),
+    of which MEMORY_SHARE is the request's budget."""
+    budget = int(device.worker_share(free_bytes, workers) * MEMORY_SHARE)
+    return ac.largest_context(budget, n_heads, batch, dtype)
+
+
 def facts(params: dict) -> dict:
     """Values only the prose quotes (`{{ value(...) }}`), worked out when the book is built and
     never per request: the handout's table, Llama-3-8B's crossovers, this device's budgets and
-    the same ceiling on 80 GB and 141 GB accelerators."""
+    the memory rule's ceiling on GPUs with 80 GB and 141 GB free."""
     h, B, dtype = params["n_heads"], params["batch"], DTYPES[params["dtype"]]
     return {
-        # The same rule on accelerators of 80 GB and 141 GB, all of it free.
-        "ceiling_80gb": ac.largest_context(int(80e9 * MEMORY_SHARE), h, B, dtype),
-        "ceiling_141gb": ac.largest_context(int(141e9 * MEMORY_SHARE), h, B, dtype),
+        # GPUs with 80 GB and 141 GB free, served by the lecture hall's workers, or by one alone
+        "shipped_workers": SHIPPED_WORKERS,
+        "ceiling_80gb": gpu_memory_ceiling(int(80e9), SHIPPED_WORKERS, h, B, dtype),
+        "ceiling_141gb": gpu_memory_ceiling(int(141e9), SHIPPED_WORKERS, h, B, dtype),
+        "ceiling_80gb_one_worker": gpu_memory_ceiling(int(80e9), 1, h, B, dtype),
+        "ceiling_141gb_one_worker": gpu_memory_ceiling(int(141e9), 1, h, B, dtype),
         "ceiling_default": CEILING,
         "memory_bytes": device.memory_bytes(),
         "memory_budget": memory_budget(),

@@ -186,15 +186,6 @@ def test_more_heads_batch_or_head_size_lower_the_ceiling():
     assert values(context_len=16, n_heads=4)["ceiling_rule"] == "time"
 
 
-# "an accelerator with 80 GB free would allow T = ... for one head in float32, and one with
-# 141 GB free T = ...; at 32 heads, the 141 GB device allows only T = ..."
-def test_accelerator_ceilings_by_the_same_rule():
-    v1, v32 = values(context_len=16), values(context_len=16, n_heads=32)
-    assert v1["ceiling_80gb"] < v1["ceiling_141gb"]
-    assert v1["ceiling_141gb"] == ac.largest_context(int(141e9 / 2), 1, 1, torch.float32)
-    assert v32["ceiling_141gb"] < v1["ceiling_141gb"]
-
-
 # "Slide T up and watch the explicit path's memory climb along the steep dotted line while the
 # fused path's climbs more slowly"
 def test_explicit_memory_climbs_faster_than_fused():
