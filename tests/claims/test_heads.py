@@ -206,3 +206,38 @@ def test_the_mask_broadcasts_over_heads():
     y1, _ = layer(x, x, once)
     y4, _ = layer(x, x, once.repeat(1, 4, 1, 1))  # copied once per head
     assert torch.allclose(y1, y4)
+
+
+def written_out(scores):
+    """The softmax written out in the scores' own dtype: exponentials, their sum, the division."""
+    exps = scores.exp()
+    return exps / exps.sum(-1, keepdim=True)
+
+
+def test_the_float32_softmax_keeps_digits_a_different_guard_from_the_scaling_factor():
+    """"the softmax runs in float32 ... to keep digits: written out in bfloat16, its exponentials
+    and their row sum would keep only 8 significant bits ... That is a different guard from the
+    scaling chapter's 1/√d_k ...: a row whose scores are spread that wide saturates in any
+    precision, and a scaled row computed in bfloat16 still loses digits." (It once said "for the
+    same stability reason as the scaling chapter's".)"""
+    from backend.reference import scaling
+
+    assert torch.finfo(torch.bfloat16).eps == 2 ** -7  # 8 significant bits, the leading one kept
+    g = scaling.make_generator(0)
+    unscaled = scaling.random_scores(512, 8, 8, 512, g).double()  # (S, Q, T), 4,096 rows
+    scaled = unscaled / 512 ** 0.5
+
+    # the upcast's job: at the scaled scores, bfloat16 arithmetic loses digits that float32 keeps
+    exact = torch.softmax(scaled, -1)
+    in_bf16 = written_out(scaled.to(torch.bfloat16)).double()
+    upcast = torch.softmax(scaled.to(torch.bfloat16), -1, dtype=torch.float32)  # HF's eager path
+    assert (in_bf16 - exact).abs().max() > 1e-3
+    assert (upcast.double() - torch.softmax(scaled.to(torch.bfloat16).double(), -1)).abs().max() < 1e-6
+    assert (upcast.to(torch.bfloat16).double() - exact).abs().max() < (in_bf16 - exact).abs().max()
+
+    # the scaling factor's job is not the upcast's: wide scores saturate as often in float32 as in
+    # float64, and dividing by sqrt(d_k) is what un-saturates them, in either precision
+    def saturated(p):
+        return scaling.weight_stats(p).saturated
+    assert saturated(torch.softmax(unscaled.float(), -1).double()) == saturated(torch.softmax(unscaled, -1)) > 0.5
+    assert saturated(torch.softmax(scaled.float(), -1).double()) == saturated(exact) < 0.01
