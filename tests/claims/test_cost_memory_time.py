@@ -99,15 +99,35 @@ def test_at_the_top_the_fused_kernel_is_faster(dtype, fresh_timings):
         assert v["fastest_fused"] < v["fastest_eager"]
 
 
-# "At short contexts with a big batch and many heads its lead is smaller than at the top of the
-# slider. Try batch 16 and 32 heads of size 16 at T = 45." (Measured on the build machine: a lead
-# of 1.6x there against 3.1x at the top; on a9a2140's machine it lost there, a smaller lead still.)
-def test_at_a_short_context_with_many_heads_the_fused_lead_is_smaller():
-    short = values(context_len=45, batch=16, n_heads=32, head_dim=16)
-    top = values(context_len=TOP)
-    lead = lambda v: v["fastest_eager"] / v["fastest_fused"]  # noqa: E731
-    assert lead(short) < lead(top)
-    assert short["peak_bytes_fused"] < short["peak_bytes_eager"]  # "its advantage is memory first"
+# "On this build's CPU, the fused kernel is not always the faster. Try batch 16 and 32 heads of
+# size 16. At the top this setting allows, T = 128, the fused kernel is the faster, as at the
+# defaults. Bring T down to 45, where each of the 512 tables is tiny, and it is often the slower
+# of the two. What it still saves there is memory: its peak is ... bytes against the explicit
+# path's ..." Measured on a loaded 2-core machine (five rounds of the widget's own timing each):
+# at T = 128 the explicit path took 4.4 to 8.9 times as long; at T = 45, 0.23 to 0.98 times
+# (the fused kernel the slower every time; the review's live server: 1.5 to 9 times slower).
+SMALL_TABLES = {"batch": 16, "n_heads": 32, "head_dim": 16}
+
+
+def test_at_this_settings_top_the_fused_kernel_is_faster(fresh_timings):
+    v = values(context_len=128, **SMALL_TABLES)
+    assert v["ceiling"] == 128 and v["T"] == 128
+    assert v["fastest_fused"] < v["fastest_eager"]
+
+
+def test_with_tiny_tables_the_fused_kernel_is_often_the_slower(private_timing_lock, one_torch_thread):
+    q, k, v = ac.random_qkv(16, 32, 45, 16, torch.float32, "cpu")
+    slower = 0
+    for _ in range(5):
+        eager, fused = ac.time_paths([ac.eager, ac.fused], (q, k, v), repeats=w.REPEATS, warmup=w.WARMUP)
+        slower += fused.fastest > eager.fastest
+    assert slower >= 2  # 'often'
+
+
+def test_with_tiny_tables_the_fused_kernel_still_saves_memory():
+    v = values(context_len=45, **SMALL_TABLES)
+    assert 16 * 32 == 512  # 'each of the 512 tables'
+    assert v["peak_bytes_fused"] < v["peak_bytes_eager"] / 4
 
 
 # "On a CPU it is a fixed, stated 512 MiB ...; that allows T = 5,792 at one head and batch 1.
