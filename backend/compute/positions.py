@@ -14,7 +14,8 @@ import torch
 
 from backend.compute.spec import Output, Param, ParamError, WidgetSpec
 from backend.compute.style import COLORS, base_layout
-from backend.reference import context, order, rope, sinusoidal
+from backend.reference import attention_cost, context, order, rope, sinusoidal
+from backend.reference.presets import PRESETS
 
 MAX_CELLS_ROWS, MAX_CELLS_COLS = 128, 64   # the heatmap shows at most this many (strided)
 CURVE_POINTS = 400                         # points on the similarity curve, whatever the range
@@ -165,7 +166,7 @@ def compute(params: dict) -> dict:
         "order_gap_with": gap("with", "with_swapped"),
         "order_gap_tiny": gap("tiny", "tiny_swapped"),
         "context": {str(c): dict(zip(("text", "work"), context.growth(c, 8000)))
-                    for c in (8000, 16000, 128000)},
+                    for c in CONTEXTS},
     }
     return {
         "values": values,
@@ -187,6 +188,33 @@ def compute(params: dict) -> dict:
                      for (a, b), r, s in zip(pairs, rope_dots, add_dots)],
         },
     }
+
+
+CONTEXTS = (8000, 16000, 128000)           # LLM-101 §2's table
+PREFILL_MODEL = "llama-3-8b"               # a model of realistic width for what a prompt costs
+
+
+def prefill_flops(T: int) -> tuple[int, int]:
+    """(score FLOPs, every other matmul's FLOPs) of a prefill of T tokens through all of
+    PREFILL_MODEL's layers: the two T x T products with the causal half skipped, as a prefill's
+    kernel does, against the four projections and the gated MLP (no embedding, no output head)."""
+    cfg = PRESETS[PREFILL_MODEL]
+    d_head = cfg.d_model // cfg.n_heads
+    scores = attention_cost.score_flops(T, d_head, cfg.n_heads) // 2
+    other = (attention_cost.projection_flops(T, d_head, cfg.n_heads, 1, cfg.n_kv_heads)
+             + attention_cost.mlp_flops(T, cfg.d_model, cfg.d_ff))
+    return cfg.n_layers * scores, cfg.n_layers * other
+
+
+def facts(params: dict) -> dict:
+    """Values only the prose quotes, worked out when the book is built: what the table's
+    contexts cost a whole prefill of a Llama-3-8B-sized model, not only its attention."""
+    base = sum(prefill_flops(CONTEXTS[0]))
+    prefill = {}
+    for c in CONTEXTS:
+        scores, other = prefill_flops(c)
+        prefill[str(c)] = {"work": (scores + other) / base, "score_share": scores / (scores + other)}
+    return {"prefill": prefill, "prefill_layers": PRESETS[PREFILL_MODEL].n_layers}
 
 
 def _figure(rows, cols, table, distances, sim, sim_ref, d, T, offset, shown, theta) -> dict:

@@ -127,6 +127,29 @@ def test_sixteen_times_the_text_is_256_times_the_work():
     assert ctx["128000"] == {"text": 16.0, "work": 256.0}
 
 
+def test_a_whole_prefill_costs_far_less_than_256_times_and_the_square_takes_over_late():
+    """"A whole prompt costs less than that ... sixteen times the text is 47 times the
+    arithmetic, not 256. The square's share of that arithmetic is 13% at 8,000 tokens and 71%
+    at 128,000; it overtakes the rest of the layer only at about 53,248 tokens ... Below that,
+    most of a prompt's arithmetic is the rest of the model." (It once said the square "is still
+    what a long prompt costs", of the 256x that counts attention alone.)"""
+    from backend.compute import attention_cost_facts
+
+    facts = w.facts(SPEC.resolve(SPEC.defaults()))
+    work, ctx = facts["prefill"], values()["context"]
+    assert work["8000"]["work"] == 1
+    for c in ("16000", "128000"):  # more than the text grows, less than the attention work
+        assert ctx[c]["text"] < work[c]["work"] < ctx[c]["work"]
+    assert work["128000"]["work"] < ctx["128000"]["work"] / 4  # 47, "not 256"
+    assert work["8000"]["score_share"] < 0.5 < work["128000"]["score_share"]
+    crossover = attention_cost_facts.llama_crossover()["llama_layer_crossover_causal_T"]
+    assert 16_000 < crossover < 128_000  # "only at about 53,248 tokens", past the middle row
+    for T in (crossover // 2, crossover - 1000, crossover + 1000, 2 * crossover):
+        scores, other = w.prefill_flops(T)  # the same crossover, counted over the whole prefill
+        assert (scores < other) == (T < crossover)
+    assert facts["prefill_layers"] == 32
+
+
 # -- Push on it -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("d", WIDTHS)
