@@ -29,6 +29,9 @@ SEED = 0
 EXAMPLE_TOKENS = 1000  # Exercise 1
 MATH_TOKENS = 200  # the math's worked example, a different length
 PREFIX_PROMPT, PREFIX_SHARED = 100, 40
+# vLLM's scheduler admits a request only while this share of the blocks stays free (its
+# `watermark`, 0.01 by default); the widget's replay keeps none, the prose compares the two
+VLLM_WATERMARK = 0.01
 FORK_PROMPT, FORK_SAMPLES = 40, 4
 # The rules across params, as data the page follows (it clamps, never sends a refused setting):
 # the mean request is at most the maximum, and the arena holds every sample of one prompt at
@@ -87,7 +90,8 @@ def compute(params: dict) -> dict:
                                 ("block_size", "mean_len", "max_len", "samples", "budget_tokens"))
     runs = {s: replay(s, budget, bs, mean, cap, n, seed=SEED) for s in SCHEMES}
     per_token = kv_levers.bytes_per_token("gqa")
-    values = {"arena_gb": budget * per_token / 1e9, "bytes_per_token": per_token}
+    values = {"arena_gb": budget * per_token / 1e9, "bytes_per_token": per_token,
+              "output_mean_len": mean / 2}  # the mean of the answers' length distribution
     for s, r in runs.items():
         slots = r.n_slots
         values.update({
@@ -104,6 +108,8 @@ def compute(params: dict) -> dict:
     values.update({
         "paged_shared_share": p.shared / p.n_slots,
         "paged_preempted": p.preempted,
+        # tokens a request sent back had written (and has prefilled again with its prompt)
+        "paged_victim_mean_written": p.victims_written / p.preempted if p.preempted else 0.0,
         "paged_copies": p.copies,
         "running_ratio": p.running / runs["contiguous"].running,
         "finished_ratio": p.finished / max(1, runs["contiguous"].finished),
@@ -125,6 +131,19 @@ def compute(params: dict) -> dict:
     })
     return {"values": values, "figure": _figure(runs, budget),
             "summary": _summary(params, values), "table": _table(values)}
+
+
+def facts(params: dict) -> dict:
+    """Values only the prose quotes: the same paged replay with vLLM's admission watermark."""
+    bs, mean, cap, n, budget = (params[k] for k in
+                                ("block_size", "mean_len", "max_len", "samples", "budget_tokens"))
+    kept = replay("paged", budget, bs, mean, cap, n, seed=SEED, watermark=VLLM_WATERMARK)
+    contiguous = replay("contiguous", budget, bs, mean, cap, n, seed=SEED)
+    return {"watermark_share": VLLM_WATERMARK,
+            "watermark_blocks": int(VLLM_WATERMARK * (budget // bs)),
+            "paged_preempted_watermark": kept.preempted,
+            "running_ratio_watermark": kept.running / contiguous.running,
+            "paged_token_share_watermark": kept.tokens / kept.n_slots}
 
 
 # legend name per slot code: orange is a reservation's not-yet-written part (contiguous) or the

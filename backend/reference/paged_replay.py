@@ -16,6 +16,9 @@ from .paged import ContiguousKV, OutOfBlocks, PagedKV, cdiv
 class Request:
     prompt: int  # tokens in the prompt, shared by every sample
     outputs: tuple[int, ...]  # tokens each parallel sample will write before it stops
+    # tokens each sample had written when the request was preempted (empty: never run). They are
+    # kept, and their keys and values computed again with the prompt's when it is admitted again
+    written: tuple[int, ...] = ()
 
 
 def request_stream(seed: int, mean_len: int, max_len: int, samples: int):
@@ -44,6 +47,7 @@ class Replay:
     running: float = 0.0  # requests running at once
     finished: int = 0  # requests finished during the measured steps
     preempted: int = 0  # requests sent back to the queue for lack of blocks (paged)
+    victims_written: int = 0  # tokens the preempted requests had written, all samples together
     copies: int = 0  # copy-on-write copies (paged)
     measured_steps: int = 0
     snapshot: list[int] = field(default_factory=list)  # per slot: a `SLOT` code
@@ -61,43 +65,29 @@ SLOT = {"free": 0, "token": 1, "reserved": 2, "never": 3, "shared": 4}
 
 # --8<-- [start:replay]
 def replay(scheme: str, n_slots: int, block_size: int, mean_len: int, max_len: int,
-           samples: int = 1, steps: int | None = None, seed: int = 0) -> Replay:
+           samples: int = 1, steps: int | None = None, seed: int = 0,
+           watermark: float = 0.0) -> Replay:
     """Serve an always-waiting queue of requests for `steps` decode steps and measure the second
     half. Each step admits requests first in, first out while they fit, then every running
-    sample writes one token; a sample that has written its output is freed."""
+    sample writes one token; a sample that has written its output is freed. `watermark`: the
+    share of the paged arena's blocks that admission leaves free (vLLM's scheduler keeps 1%)."""
     steps = steps_for(mean_len) if steps is None else steps
     stream = request_stream(seed, mean_len, max_len, samples)
     queue: deque[Request] = deque()
     running: dict[int, tuple[Request, list[int]]] = {}  # id -> (request, samples still going)
     paged = scheme == "paged"
     kv = PagedKV(n_slots // block_size, block_size) if paged else ContiguousKV(n_slots)
+    reserve = int(watermark * (n_slots // block_size)) if paged else 0
     out, next_id = Replay(scheme, n_slots), 0
     for step in range(steps):
         while True:  # admit
             if not queue:
                 queue.append(next(stream))
             req = queue[0]
-            try:
-                if paged:  # the prompt once, plus room for each sample's first new token
-                    if cdiv(req.prompt, block_size) + samples > len(kv.pool.free):
-                        break
-                    kv.add((next_id, 0), req.prompt)
-                    for s in range(1, samples):
-                        kv.fork((next_id, 0), (next_id, s))
-                else:  # each sample its own region, for the longest it may grow
-                    placed = []
-                    for s in range(samples):
-                        try:
-                            kv.add((next_id, s), req.prompt, max_len)
-                        except OutOfBlocks:
-                            for p in placed:
-                                kv.free(p)
-                            raise
-                        placed.append((next_id, s))
-            except OutOfBlocks:
+            if not _admit(kv, req, next_id, paged, max_len, reserve):
                 break
             queue.popleft()
-            running[next_id] = (req, list(range(samples)))
+            running[next_id] = (req, list(range(len(req.outputs))))
             next_id += 1
         for rid in list(running):  # decode: one token per running sample
             if rid not in running:
@@ -123,10 +113,40 @@ def replay(scheme: str, n_slots: int, block_size: int, mean_len: int, max_len: i
     return out
 
 
+def _admit(kv, req: Request, rid: int, paged: bool, max_len: int, reserve: int) -> bool:
+    """Place request `rid` if it fits, else place nothing. Paged: the prompt once (its blocks
+    shared by every sample), each sample's tokens written before a preemption, and then room
+    for each sample's next token plus `reserve` blocks still free. Contiguous: each sample its
+    own region, for the longest it may grow."""
+    placed = []
+    try:
+        if paged:
+            kv.add((rid, 0), req.prompt)
+            placed.append((rid, 0))
+            for s in range(1, len(req.outputs)):
+                kv.fork((rid, 0), (rid, s))
+                placed.append((rid, s))
+            for s, written in enumerate(req.written):  # one prefill with the prompt
+                for _ in range(written):
+                    kv.append((rid, s))
+            if len(kv.pool.free) < len(req.outputs) + reserve:
+                raise OutOfBlocks("no room left for the next tokens")
+        else:
+            for s in range(len(req.outputs)):
+                kv.add((rid, s), req.prompt, max_len)
+                placed.append((rid, s))
+    except OutOfBlocks:
+        for p in placed:
+            kv.free(p)
+        return False
+    return True
+
+
 def _write(kv, running: dict, queue: deque, rid: int, s: int, out: Replay, counted: bool) -> bool:
     """One token for sample `s` of request `rid`. Out of blocks (paged only), the newest running
-    request goes back to the front of the queue, to start over later, and the write is retried.
-    False when the newest was `rid` itself."""
+    request gives up its blocks and goes back to the front of the queue with the tokens it has
+    written (recompute preemption, as vLLM's), and the write is retried. False when the newest
+    was `rid` itself."""
     while True:
         try:
             kv.append((rid, s))
@@ -134,10 +154,13 @@ def _write(kv, running: dict, queue: deque, rid: int, s: int, out: Replay, count
         except OutOfBlocks:
             victim = max(running)
             vreq, vlive = running.pop(victim)
+            written = tuple(kv.lengths[(victim, vs)] - vreq.prompt for vs in vlive)
             for vs in vlive:
                 kv.free((victim, vs))
-            queue.appendleft(vreq)
+            # the samples still going, each with the tokens it has written so far
+            queue.appendleft(Request(vreq.prompt, tuple(vreq.outputs[vs] for vs in vlive), written))
             out.preempted += counted
+            out.victims_written += counted * sum(written)
             if victim == rid:
                 return False
 
