@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import cache
 
 from backend.compute.spec import Output, Param, WidgetSpec
 from backend.compute.style import COLORS, base_layout
@@ -155,6 +156,46 @@ def compute(params: dict) -> dict:
     if notice:
         out["notice"] = notice
     return out
+
+
+def facts(params: dict) -> dict:
+    """Values only the prose quotes: how many operations one eager decode step of the book's
+    model dispatches at this preset's shape (the chapter's notes on timing a step on a GPU)."""
+    return {"eager_step_ops": eager_step_operations(params["preset"])}
+
+
+@cache
+def eager_step_operations(preset: str, context: int = 8) -> int:
+    """The operations one decode step of the book's `DecoderLM` dispatches in eager PyTorch, at
+    batch 1 after a prompt of `context` tokens, in bfloat16, on the meta device (shapes only,
+    nothing allocated). Counted: each operation that returns a new tensor, which on a GPU is a
+    kernel the CPU launches; views (and `_unsafe_view`, a view PyTorch does not mark as one) and
+    operations that return no tensor are left out."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from backend.reference.model import DecoderLM
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            made = out if isinstance(out, (tuple, list)) else (out,)
+            if (not func.is_view and func.overloadpacket is not torch.ops.aten._unsafe_view
+                    and any(isinstance(t, torch.Tensor) for t in made)):
+                self.n += 1
+            return out
+
+    with torch.device("meta"), torch.no_grad():
+        model = DecoderLM(PRESETS[preset]).to(torch.bfloat16).eval()
+        cache = model.new_cache()
+        model(torch.zeros(1, context, dtype=torch.long), cache=cache)
+        with Count() as count:
+            model(torch.zeros(1, 1, dtype=torch.long), cache=cache)
+    return count.n
 
 
 def _sig3(x: float) -> str:

@@ -143,3 +143,16 @@ def test_exercise_one_needs_the_context_set_to_one():
 def test_the_instructors_notes_speak_to_an_instructor():
     text = CHAPTER.read_text()
     assert "review of" not in text and "Part III" not in text
+
+
+def test_an_eager_step_launches_every_operation_from_the_cpu():
+    """Instructors' notes: 'Run as the book's code runs, in eager PyTorch, one decode step of the
+    book's model at Llama 3 8B's shape dispatches 1,566 operations that each make a new tensor,
+    every one a kernel the CPU launches in turn'. The count, read off the meta device, grows with
+    the layers (every layer launches its own) and is the same at any context (a step's kernels
+    are the same whatever the cache holds); a layer alone launches dozens."""
+    n = dr.facts(dr.SPEC.resolve({}))["eager_step_ops"]
+    assert n == dr.eager_step_operations("llama-3-8b") > 1000
+    assert dr.eager_step_operations("llama-3-8b", 64) == n
+    per_layer = (n - dr.eager_step_operations("llama-3.2-1b")) / (LLAMA3.n_layers - PRESETS["llama-3.2-1b"].n_layers)
+    assert per_layer > 24 and float(per_layer).is_integer()
