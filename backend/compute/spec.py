@@ -256,7 +256,8 @@ class WidgetSpec:
     # own machine's, and the tests that run it are marked `timing`. Not sent to the page.
     measured: bool = False
     # Seconds the API's result cache may keep one answer; None: BOOK_CACHE_TTL_SECONDS (a day by
-    # default). Measured widgets set a short one: a timing is of one moment on one machine.
+    # default). kv_decode and generation_steps set ten minutes: their answers are mostly timings
+    # of one moment; the other measured widgets' timings are kept like the rest of their answer.
     result_ttl: int | None = None
     # Hooks for what data cannot state, run by `resolve` before a request takes a compute slot:
     # `prepare(body) -> body` fills omitted fields (from a chosen preset); `limits(values) ->
