@@ -16,7 +16,7 @@ import torch
 from backend.compute.spec import Output, Param, WidgetSpec, seed_param
 from backend.compute.style import COLORS, base_layout
 from backend.device import device
-from backend.reference import scaling
+from backend.reference import river_bank, scaling
 from backend.reference.rng import isolated_rng
 
 SPEC = WidgetSpec(
@@ -216,6 +216,35 @@ def compute(params: dict) -> dict:
 
 
 ALIGNED_CORRELATION = 0.5  # how far each key leans towards its query, entry by entry
+OVERFLOW_DTYPES = {"float16": torch.float16, "float32": torch.float32}
+
+
+def overflow_values(d_k: int, n_pos: int, seed: int) -> dict:
+    """On the widget's own draw (compute's generator order), the share of rows whose softmax,
+    written out as the self-attention chapter's table computes it, has an e^x too large for the
+    dtype (the row is then NaN), unscaled and scaled; and the same with each row's largest score
+    subtracted first. Also the largest score whose e^x each dtype holds, ln(its largest number)."""
+    dev = device()
+    g = scaling.make_generator(seed, dev)
+    scaling.dot_product_variance(d_k, n_pairs_for(d_k), g, dev)
+    scores = scaling.random_scores(d_k, n_pos, *queries_for(d_k, n_pos), g, dev)  # (S, Q, T)
+
+    def broken(weights: torch.Tensor) -> float:
+        return (~torch.isfinite(weights).all(dim=-1)).double().mean().item()
+
+    values = {"overflow_scaled": 0.0, "overflow_stable": 0.0}  # the larger of the two dtypes'
+    for name, dtype in OVERFLOW_DTYPES.items():
+        scaled = broken(river_bank.softmax_written_out((scores / math.sqrt(d_k)).to(dtype)))
+        stable = broken(river_bank.softmax_stable(scores.to(dtype)))
+        values.update({
+            f"overflow_{name}_unscaled": broken(river_bank.softmax_written_out(scores.to(dtype))),
+            f"overflow_{name}_scaled": scaled,
+            f"overflow_{name}_stable": stable,
+            "overflow_scaled": max(values["overflow_scaled"], scaled),
+            "overflow_stable": max(values["overflow_stable"], stable),
+            f"exp_limit_{name}": math.log(torch.finfo(dtype).max),
+        })
+    return values
 
 
 def facts(params: dict) -> dict:
@@ -227,6 +256,7 @@ def facts(params: dict) -> dict:
     aligned = scaling.aligned_score_means(d_k, n_pairs_for(d_k), ALIGNED_CORRELATION,
                                           scaling.make_generator(params["seed"] + 2))
     return {
+        **overflow_values(d_k, params["n_positions"], params["seed"]),
         "aligned_correlation": ALIGNED_CORRELATION,
         "aligned_mean_scaled": aligned[0],
         "aligned_mean_over_d": aligned[1],

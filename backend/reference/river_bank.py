@@ -61,6 +61,21 @@ def bank_in_context(words: torch.Tensor, scaled: bool = True) -> BankInContext:
 # --8<-- [end:by_hand]
 
 
+# --8<-- [start:stable_softmax]
+def softmax_written_out(scores: torch.Tensor) -> torch.Tensor:
+    """Step 2 as the table computes it: e^x of every score, over their sum (along the last axis)."""
+    exps = scores.exp()
+    return exps / exps.sum(dim=-1, keepdim=True)
+
+
+def softmax_stable(scores: torch.Tensor) -> torch.Tensor:
+    """The same weights, as code computes them: each row's largest score subtracted first."""
+    shifted = scores - scores.amax(dim=-1, keepdim=True)  # the largest becomes 0, the rest < 0
+    exps = shifted.exp()                                  # each in (0, 1]: none can overflow
+    return exps / exps.sum(dim=-1, keepdim=True)
+# --8<-- [end:stable_softmax]
+
+
 # --8<-- [start:in_matrices]
 def every_word_in_context(words: torch.Tensor, scaled: bool = True):
     """All T rows at once: softmax(X X^T / sqrt(d)) X. Returns (new words (T, d), weights (T, T))."""

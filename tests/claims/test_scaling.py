@@ -234,6 +234,30 @@ def test_check_yourself_over_512_positions_unscaled_rows_often_beat_an_even_row(
     assert (rel > 1).double().mean() > 0.5
 
 
+# --- When e^x overflows
+
+def test_the_written_out_softmax_overflows_unscaled_and_the_stable_one_never_does():
+    """"The share of rows that break ... [table at (64, 8), (512, 512), (1,024, 512)] ...
+    Dividing by √d_k keeps every row finite at these settings; subtracting each row's largest
+    score keeps every row finite whatever the scores"."""
+    default, wide, widest = v(64, 8), v(512, 512), v(1024, 512)
+    assert default["overflow_float16_unscaled"] > 0.3        # half the default rows in float16
+    assert default["overflow_float32_unscaled"] == 0          # float32 holds them
+    assert 0 < wide["overflow_float32_unscaled"] < widest["overflow_float32_unscaled"]
+    assert widest["overflow_float32_unscaled"] > 0.5
+    for x in (default, wide, widest):
+        assert x["overflow_float32_unscaled"] <= x["overflow_float16_unscaled"]
+        assert x["overflow_scaled"] == x["overflow_stable"] == 0
+        assert x["overflow_scaled"] == max(x["overflow_float16_scaled"], x["overflow_float32_scaled"])
+
+
+@pytest.mark.parametrize("d_k,n_positions", GRID)
+def test_subtracting_the_largest_score_keeps_every_row_finite_at_every_setting(d_k, n_positions):
+    """"subtracting each row's largest score keeps every row finite whatever the scores", over
+    every stop of both sliders (and a few off them)."""
+    assert v(d_k, n_positions)["overflow_stable"] == 0
+
+
 # --- What the argument assumes, and where models bend it --------------------------------
 
 def test_aligned_keys_grow_like_d_k_and_only_dividing_by_d_k_holds_them():

@@ -74,6 +74,33 @@ def test_weights_positive_and_sum_to_one_and_bank_leans_water():
     assert RIVER["leans"] == "water"
 
 
+def test_subtracting_the_largest_score_gives_the_same_weights_and_never_overflows():
+    """"Code that computes a softmax first subtracts the row's largest score ... is the same
+    weight ... every exponential is then at most 1 ... On this chapter's scores the two give the
+    same weights. They part when the scores are large: e^x is more than float32 can hold once x
+    passes 88.7 (float16 once it passes 11.09), and one such term makes its row ∞/∞ ...
+    PyTorch's torch.softmax subtracts the largest score for you." (The chapter once taught only
+    the written-out softmax.)"""
+    from backend.compute import attention_scaling
+
+    for v in (RIVER, SAVINGS, UNSCALED):
+        divided = torch.tensor(v["divided"], dtype=torch.float64)
+        torch.testing.assert_close(rb.softmax_stable(divided), rb.softmax_written_out(divided))
+        torch.testing.assert_close(rb.softmax_stable(divided),
+                                   torch.tensor(v["weights"], dtype=torch.float64))
+    limits = attention_scaling.facts(attention_scaling.SPEC.resolve({}))
+    for dtype in (torch.float32, torch.float16):
+        x = limits[f"exp_limit_{str(dtype).removeprefix('torch.')}"]
+        below, above = torch.tensor([x - 0.01, x + 0.01], dtype=torch.float64).to(dtype).exp()
+        assert torch.isfinite(below) and torch.isinf(above)
+        big = torch.tensor([x + 1, 0.5, -2.0]).to(dtype)  # one score past the limit
+        assert torch.isnan(rb.softmax_written_out(big)).any()
+        stable = rb.softmax_stable(big)
+        assert torch.isfinite(stable).all() and rb.softmax_written_out(big - big.max()).equal(stable)
+        assert torch.isfinite(torch.softmax(big, -1)).all()
+        assert torch.allclose(torch.softmax(big.float(), -1), stable.float(), atol=1e-3)
+
+
 def test_the_savings_flip_is_exact():
     """'The flip is exact, not approximate ... savings gets the same weight ... the whole
     weighted average is the river result with its first two numbers swapped.'
@@ -110,6 +137,8 @@ def test_a_neighbour_with_banks_own_numbers_ties():
 
 @pytest.mark.parametrize("scaled", [True, False])
 def test_any_neighbour_without_preference_leaves_bank_on_the_diagonal(scaled):
+    # exact: every word's water and money are equal, so the two columns' sums are the same
+    # products added in the same order
     for water, generic in itertools.product(GRID, (-3.0, 0.0, 0.5, 3.0)):
         v = custom(water, water, generic, scaled=scaled)
         assert v["water_after"] == v["money_after"]
