@@ -511,7 +511,7 @@ def test_the_replay_admits_and_preempts_as_appendix_b_says():
     """'A contiguous request is admitted when every sample's region fits; it can never run out
     later. A paged request is admitted when its prompt's blocks plus one block per sample are
     free, with no other block kept in reserve'; '... keeping 1% of the blocks free at admission
-    (10 of the default arena's), vLLM's scheduler's watermark.' (Preemption itself:
+    (10 of the default arena's), the watermark of vLLM's block manager.' (Preemption itself:
     test_paged_kv.py.)"""
     from backend.compute import paged_kv as w
     from backend.reference.paged import PagedKV

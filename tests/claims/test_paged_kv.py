@@ -139,7 +139,7 @@ def test_preemptions_cost_short_prefills_and_their_count_is_the_schedulers():
     average, where answers are drawn around 128, so each costs a short prefill again, not a whole
     answer. How often it happens is the scheduler's choice more than paging's. The replay admits
     whatever fits and keeps no block in reserve; keep 1% of the blocks free at admission, as
-    vLLM's scheduler does, and the same stream is sent back 53 times, with about as many requests
+    vLLM's block manager does, and the same stream is sent back 53 times, with about as many requests
     running (4.1 times the contiguous scheme's)." And the summary: "the price is requests sent
     back when blocks run out, their prompt and the tokens they had generated prefilled again"."""
     v = pv()
