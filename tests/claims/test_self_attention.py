@@ -78,9 +78,10 @@ def test_subtracting_the_largest_score_gives_the_same_weights_and_never_overflow
     """"Code that computes a softmax first subtracts the row's largest score ... is the same
     weight ... every exponential is then at most 1 ... On this chapter's scores the two give the
     same weights. They part when the scores are large: e^x is more than float32 can hold once x
-    passes 88.7 (float16 once it passes 11.09), and one such term makes its row ∞/∞ ...
+    passes 88.7 (float16 once it passes 11.09). That term's weight is then ∞/∞, which is not a
+    number, and every other weight in its row is a finite number over ∞, which is 0 ...
     PyTorch's torch.softmax subtracts the largest score for you." (The chapter once taught only
-    the written-out softmax.)"""
+    the written-out softmax, then said one such term makes its whole row ∞/∞.)"""
     from backend.compute import attention_scaling
 
     for v in (RIVER, SAVINGS, UNSCALED):
@@ -94,7 +95,8 @@ def test_subtracting_the_largest_score_gives_the_same_weights_and_never_overflow
         below, above = torch.tensor([x - 0.01, x + 0.01], dtype=torch.float64).to(dtype).exp()
         assert torch.isfinite(below) and torch.isinf(above)
         big = torch.tensor([x + 1, 0.5, -2.0]).to(dtype)  # one score past the limit
-        assert torch.isnan(rb.softmax_written_out(big)).any()
+        written = rb.softmax_written_out(big)
+        assert torch.isnan(written[0]) and (written[1:] == 0).all()  # ∞/∞, and finite/∞
         stable = rb.softmax_stable(big)
         assert torch.isfinite(stable).all() and rb.softmax_written_out(big - big.max()).equal(stable)
         assert torch.isfinite(torch.softmax(big, -1)).all()
