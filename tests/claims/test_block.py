@@ -102,12 +102,20 @@ def test_residual_gradients_over_seeds(seed):
     thousand (seeds 1 to 3 too); with a residual, both wirings within a factor of two'"""
     depth, (d, f) = mlp.RESIDUAL_DEPTH, mlp.RESIDUAL_WIDTH
     g = {w: gradient_by_layer(depth, d, f, w, seed=seed)[0] for w in WIRINGS}
-    assert g["plain"] == 0.0
+    assert g["plain"] == 0.0  # exact: the forward underflows to 0, and so does its Jacobian
     assert g["plain_norm"] > 10_000
     assert 0.5 < g["pre_norm"] < 2 and 0.5 < g["post_norm"] < 2
     if seed == 0:  # the table is seed 0
+        # The widget's table was computed earlier in this process, perhaps on another number of
+        # threads, which sums in another order. The residual wirings agree to rounding, and
+        # tell seed 0 from the others (1e-3 apart and more); the normed plain stack multiplies
+        # the gradient by 10^4 and rounding with it: 33,950 to 39,292 over 1 to 4 threads
+        # with MKL's AVX2 kernels.
         v = run(mlp)
-        assert [v[f"grad_layer0_{w}"] for w in WIRINGS] == [g[w] for w in WIRINGS]
+        assert v["grad_layer0_plain"] == 0.0
+        for w in ("pre_norm", "post_norm"):
+            assert v[f"grad_layer0_{w}"] == pytest.approx(g[w], rel=1e-4)
+        assert v["grad_layer0_plain_norm"] == pytest.approx(g["plain_norm"], rel=0.25)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -167,6 +175,9 @@ def test_bf16_flat_rows_layernorm_zeros():
     x = rmsnorm.make_input(400.0, 0.01, rmsnorm.DTYPES["bfloat16"])
     assert bool((x == x[:, :1]).all())
     v = run(rmsnorm, offset=400.0, scale=0.01)
+    # exact in any summation order: a row is 4,096 equal entries, and every partial sum of
+    # them or of their squares is a float32 number, so the mean is the entry itself (LayerNorm
+    # subtracts it: 0) and RMSNorm's x * rsqrt(mean(x^2) + eps) rounds to 1 for each
     assert v["layernorm_rms_after"] == 0.0
     assert v["mean_after"] == 1.0 and v["rms_after"] == 1.0
 

@@ -125,6 +125,7 @@ ALL_D = [(h, k, d) for d in (32, 64, 256, 512, 1024) for h in (2, 4, 8, 16) if d
 def test_zero_output_scores_exactly_one():
     from backend.reference.kv_sharing import relative_error
     y = mh._multi_head(8, 512)[3]
+    # exact: 0 - y is -y, whose norm sums the same squares in the same order as y's
     assert relative_error(torch.zeros_like(y), y) == 1.0  # "a layer that output zeros would score 1"
 
 

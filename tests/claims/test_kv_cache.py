@@ -170,7 +170,10 @@ def test_earlier_keys_and_values_stay_in_a_decoder_and_move_in_an_encoder():
     assert v["prefix_kv_change_causal"] <= 1e-5
     assert values()["prefix_kv_change_causal"] <= 1e-6  # "up to float rounding"
     bi = v["prefix_kv_change_bidirectional"]
-    assert bi[0] == 0.0  # layer 1: projections of each token's own embedding
+    # layer 1: projections of each token's own embedding, the same up to rounding. Not exactly:
+    # the two runs' matrix products have 127 and 128 rows, and a BLAS may sum a row in another
+    # order for another row count (7e-7 with MKL's generic x86 kernels, MKL_CBWR=COMPATIBLE).
+    assert bi[0] <= 1e-5
     # "from the second layer on": every later layer moves, by far more than rounding
     assert all(change > 1e-3 for change in bi[1:])
 
@@ -192,10 +195,9 @@ def test_the_bidirectional_change_is_scaled_and_reaches_every_earlier_position()
     v = values(model="book", steps=96, prompt_len=32)
     assert v["prefix_positions"] == 32 + 96 - 1  # the written text but its last token
     moved = v["prefix_positions_moved_bidirectional"]
-    assert moved[0] == 0  # layer 1 never moves
     assert all(n == v["prefix_positions"] for n in moved[1:])  # "every one of them", layers 2-4
-    rel, bi = v["prefix_kv_relative_bidirectional"], v["prefix_kv_change_bidirectional"]
-    assert rel[0] == bi[0] == 0.0 and all(r > 0 for r in rel[1:])
+    rel = v["prefix_kv_relative_bidirectional"]
+    assert rel[0] <= 1e-5 < min(rel[1:])  # layer 1's is rounding (see above); layer 2's 0.7%
     assert rel[3] > rel[1]  # layer 4's change is the larger share, as the two figures read
 
 

@@ -18,6 +18,15 @@ def values(**params):
     return PARITY.compute(PARITY.SPEC.resolve(params))["values"]
 
 
+# 'Identical, bit for bit' (max_abs_logit_diff == 0.0) holds on any CPU: the book's forward is
+# written op for op as transformers' eager Llama (the same torch calls in the same order, on
+# tensors of the same shapes), and compare() runs the two in one call on one thread count, so
+# whatever kernels this CPU's torch picks, both sides get the same ones and the same sums. Held
+# with MKL's AVX2 and generic x86 kernels (MKL_ENABLE_INSTRUCTIONS=AVX2, MKL_CBWR=COMPATIBLE),
+# ATen's AVX2 and scalar code (ATEN_CPU_CAPABILITY) and 1 to 16 threads. The cached logits are
+# another computation (one position at a time): close, not equal.
+
+
 def test_start_values_identical_bit_for_bit_cache_only_close():
     """'the full-forward logits agree ... identical, bit for bit'; 'cached logits only close'."""
     v = values()

@@ -22,6 +22,10 @@ def values(**params):
 BREAK_MOVES = [{}, {"n_layers": 1}, {"n_layers": 4}, {"seed": 7}, {"seq_len": 64}]
 
 
+# The exact agreements (== 0.0) are the book's and Llama's same operations on the same numbers
+# (test_llama.py says why that holds on any CPU): RoPE at position 0 turns nothing whatever the
+# layout (cos 1, sin 0); without the mask, one layer's last position sees what it saw with it;
+# in float32 the upcast is a no-op; tiling one or all K/V heads is the same order as grouping.
 def over(v) -> list[int]:
     return [t for t, g in enumerate(v["position_logit_diff"]) if g > LOGIT_TOLERANCE]
 

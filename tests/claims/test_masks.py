@@ -146,6 +146,7 @@ def test_fp32_mask_then_fails_at_the_matmul_or_runs_on_with_a_float32_sum():
     hf_wrong = torch.softmax(wrong, -1, dtype=torch.float32)
     hf_right = torch.softmax(right, -1, dtype=torch.float32)
     assert hf_wrong.dtype == hf_right.dtype == torch.float32  # the weights cost the same
+    # exact: the allowed scores are the same numbers in both, and either minimum's exp is 0
     assert torch.equal(hf_wrong.to(torch.float16), hf_right.to(torch.float16))
     with pytest.raises(RuntimeError, match="without overflow"):
         s16.masked_fill(~masks.causal_mask(3), torch.finfo(torch.float32).min)

@@ -49,7 +49,7 @@ def test_rmsnorm_matches_transformers_llama_rmsnorm_in_bf16():
     ours = RMSNorm(64).to(torch.bfloat16)
     theirs = LlamaRMSNorm(64, eps=1e-5).to(torch.bfloat16)
     x = (torch.randn(3, 64) * 5 + 2).to(torch.bfloat16)
-    assert torch.equal(ours(x), theirs(x))
+    assert torch.equal(ours(x), theirs(x))  # exact: the same operations in the same order
 
 
 def test_no_upcast_and_float64_helpers():
