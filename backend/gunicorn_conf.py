@@ -100,6 +100,9 @@ def post_fork(server, worker):
     # After the fork, not in the master: torch thread pools do not survive a fork.
     import threading
 
+    from backend.app.demand import WARMING
+
+    WARMING.set()  # from the fork on, not from whenever the thread gets going
     threading.Thread(target=warm, args=(worker.log,), name="warm-widgets", daemon=True).start()
 
 

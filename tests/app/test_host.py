@@ -49,6 +49,7 @@ class _Module:
 
 
 def test_a_worker_answers_at_once_and_warms_in_the_background(monkeypatch):
+    import backend.app  # noqa: F401  (gunicorn's preload_app imports the app before it forks)
     import backend.compute as widgets
     import backend.gunicorn_conf as conf
 
