@@ -21,14 +21,16 @@ CACHE_SECONDS = 600
 # How long a reader's browser may keep each file, as nginx's `map $uri $book_static_cache` in
 # deploy/nginx/default.conf says it (a test holds the two to one answer): pages revalidate
 # (a redeploy shows at once, and never leaves a reader on a page naming deleted bundles);
-# Material's bundles carry a content hash in their names, so they keep for a year.
-HASHED = re.compile(r"^/assets/.*\.[0-9a-f]{8}\.min\.(js|css)$")
+# what carries a hash of its content in its name keeps for a year: Material's bundles, and the
+# folders the build writes the runtime, plotly.js and KaTeX into (widgets/build/assets.py).
+HASHED = (re.compile(r"^/assets/.*\.[0-9a-f]{8}\.min\.(js|css)$"),
+          re.compile(r"^/assets/(book|vendor)/[a-z]+-[0-9a-f]{10}/"))
 
 
 def cache_control(uri: str) -> str:
     if uri.endswith(".html") or uri.endswith("/"):
         return "no-cache"
-    if HASHED.match(uri):
+    if any(h.match(uri) for h in HASHED):
         return "public, max-age=31536000, immutable"
     return f"public, max-age={CACHE_SECONDS}"
 # Notebooks are served for download (the link at the top of each exercise page).

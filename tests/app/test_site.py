@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import posixpath
+import re
 
 import pytest
 
@@ -28,10 +30,11 @@ def test_pages_are_served_with_trailing_slash_redirects(site_client):
     assert page.status_code == 200 and b"data-widget" in page.data
 
 
-def test_gzip_clients_get_precompressed_assets(site_client):
-    plain = site_client.get("/assets/vendor/plotly.min.js")
-    packed = site_client.get("/assets/vendor/plotly.min.js",
-                             headers={"Accept-Encoding": "gzip, br"})
+def test_gzip_clients_get_precompressed_assets(site_client, built_site):
+    (plotly,) = built_site.glob("assets/vendor/plotly-*/plotly.min.js")
+    uri = "/" + plotly.relative_to(built_site).as_posix()
+    plain = site_client.get(uri)
+    packed = site_client.get(uri, headers={"Accept-Encoding": "gzip, br"})
     assert packed.headers["Content-Encoding"] == "gzip"
     assert len(packed.data) < len(plain.data) / 2
     assert gzip.decompress(packed.data) == plain.data
@@ -96,3 +99,41 @@ def test_flask_and_nginx_tell_browsers_the_same_about_every_file(site_client, bu
     assert page.headers.get("ETag")  # what a no-cache page revalidates against
     assert site_client.get("/chapters/scaling/", headers={"If-None-Match": page.headers["ETag"]}
                            ).status_code == 304
+
+
+# What a page loads as a script: <script src>, and the modules and scripts it preloads.
+SCRIPT = re.compile(r'<script\b[^>]*\bsrc="([^"]+)"|<link rel="(?:modulepreload|preload)"'
+                    r'(?: as="script")? href="([^"]+)"')
+IMMUTABLE = "public, max-age=31536000, immutable"
+
+
+def test_every_script_a_page_loads_is_content_hashed_and_kept_a_year(site_client, built_site):
+    """Every script a built page loads, and plotly.js, which the runtime loads itself, sits under
+    a name that carries a hash of its content (Material's bundles, and the folders
+    widgets/build/assets.py writes), served immutable by Flask and nginx alike: a deploy that
+    changes a module changes its URL, so no page runs one deploy's modules beside another's.
+    The pages themselves revalidate."""
+    scripts: dict[str, str] = {}
+    for page in sorted(built_site.rglob("*.html")):
+        folder = "/" + page.parent.relative_to(built_site).as_posix()
+        for m in SCRIPT.finditer(page.read_text(encoding="utf-8")):
+            src = m.group(1) or m.group(2)
+            if src and not src.startswith("data:"):
+                scripts[posixpath.normpath(posixpath.join(folder, src))] = page.name
+    runtimes = {uri.rsplit("/", 1)[0] for uri in scripts if "/assets/book/runtime-" in uri}
+    assert len(runtimes) == 1, runtimes  # one runtime: every page names the same folder
+    (runtime,) = runtimes
+    vendor = site_client.get(runtime + "/vendor.js").get_data(as_text=True)
+    plotly = posixpath.normpath(posixpath.join(runtime, re.search(r'"([^"]+)"', vendor).group(1)))
+    scripts[plotly] = "vendor.js"
+    assert any("/assets/vendor/katex-" in uri for uri in scripts)
+    for uri in sorted(scripts):
+        assert uri.startswith("/assets/"), uri  # nothing from outside the book
+        response = site_client.get(uri)
+        assert response.status_code == 200, uri
+        assert response.headers["Cache-Control"] == IMMUTABLE == _nginx_says(uri), uri
+    # no copy of them under an unhashed name that a stale page could still reach
+    assert not (built_site / "assets/book/runtime").exists()
+    assert not list((built_site / "assets/vendor").glob("*.js"))
+    page = site_client.get("/chapters/scaling/")
+    assert page.headers["Cache-Control"] == "no-cache" == _nginx_says("/chapters/scaling/")

@@ -181,7 +181,7 @@ fi
 extra=(--build-arg TORCH_INDEX="$TORCH_INDEX")
 [ -z "${BOOK_API_URL:-}" ] || extra+=(--build-arg BOOK_API_URL="$BOOK_API_URL")
 if [ -n "${SITE_CONTEXT:-}" ]; then
-  [ -f "$SITE_CONTEXT/assets/book/runtime/main.js" ] || die "SITE_CONTEXT=$SITE_CONTEXT holds no built site"
+  compgen -G "$SITE_CONTEXT/assets/book/runtime-*/main.js" >/dev/null || die "SITE_CONTEXT=$SITE_CONTEXT holds no built site"
   extra+=(--build-context site="$SITE_CONTEXT")
 fi
 say "podman build -t $IMAGE (BASE=$BASE NODE_BASE=$NODE_BASE ${extra[*]})"

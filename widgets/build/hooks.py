@@ -7,8 +7,10 @@ once, as a package module, and runs their events in this order:
 
 - `glossary`: the first mention of a glossary term links to its entry;
 - `figures`: diagram fences, figure numbers, the appendices gathered from the chapters;
+- `assets`: the vendored libraries, the runtime and the print edition's files, under
+  content-hashed folder names;
 - `print_edition`: `/print/`, the whole book on one page (before the widget blocks gzip it);
-- `widget_blocks`: widget fences, every `{{ macro(...) }}` of a page, vendored assets.
+- `widget_blocks`: widget fences, every `{{ macro(...) }}` of a page, then the site gzipped.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from widgets.build import figures, glossary, print_edition, widget_blocks  # noqa: E402
+from widgets.build import assets, figures, glossary, print_edition, widget_blocks  # noqa: E402
 
-MODULES = (glossary, figures, print_edition, widget_blocks)
+MODULES = (glossary, figures, assets, print_edition, widget_blocks)
 
 
 def _handlers(event: str) -> list:

@@ -9,7 +9,7 @@ and a table of contents. On the way:
 - each widget becomes a static figure: its baked default result (the figure the page draws
   before the reader moves anything), its number, title and summary, and the setting it shows;
 - each notebook figure's `Plotly.newPlot(...)` arguments are read as JSON, so both kinds of
-  figure are drawn the same way, once, by `assets/book/print.js` with Plotly's `staticPlot`;
+  figure are drawn the same way, once, by `widgets/print/print.js` with Plotly's `staticPlot`;
 - scripts, copy buttons and "jump to the interactive figure" links go; collapsed notes open.
 
 `widgets/build/print_pdf.py` (`make pdf`) prints the page to `site/book.pdf` with the system Chromium.
@@ -30,16 +30,15 @@ from urllib.parse import urlsplit
 
 from bs4 import BeautifulSoup
 from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File, Files
 from mkdocs.structure.nav import Navigation, Section
 from mkdocs.structure.pages import Page
+
+from widgets.build import assets
 
 log = logging.getLogger("mkdocs.hooks.print_edition")
 
 ROOT = Path(__file__).resolve().parents[2]
 PRINT_URL = "print/"
-ASSETS = {"assets/book/print.js": ROOT / "widgets/print/print.js",
-          "assets/book/print.css": ROOT / "widgets/print/print.css"}
 ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(?P<body>.*?)</article>', re.S)
 STYLE = re.compile(r"<style[^>]*>(?P<css>.*?)</style>", re.S)
 NEW_PLOT = re.compile(r"Plotly\.newPlot\(\s*")
@@ -50,12 +49,6 @@ _NAV: list[tuple[Page, str, str | None]] = []  # (page, nav title, the nav secti
 
 
 # ------------------------------------------------------------------------- MkDocs events
-
-def on_files(files: Files, config) -> Files:
-    for dest, src in ASSETS.items():
-        files.append(File.generated(config, dest, abs_src_path=str(src)))
-    return files
-
 
 def on_nav(nav: Navigation, config, files) -> Navigation:
     """Remember the pages in the nav's order, each with its nav title (taken now: a notebook's
@@ -124,11 +117,11 @@ def assemble(site: Path, pages: list[tuple[str, str, str, str | None]], title: s
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{html.escape(title)} (print edition)</title>
 {head}{css}
-<link rel="stylesheet" href="../assets/book/print.css">
-<script src="../assets/vendor/plotly.min.js" defer></script>
-<script src="../assets/vendor/katex/katex.min.js" defer></script>
-<script src="../assets/vendor/katex/contrib/auto-render.min.js" defer></script>
-<script src="../assets/book/print.js" defer></script>
+<link rel="stylesheet" href="../{assets.url("print", "print.css")}">
+<script src="../{assets.url("plotly", "plotly.min.js")}" defer></script>
+<script src="../{assets.url("katex", "katex.min.js")}" defer></script>
+<script src="../{assets.url("katex", "contrib/auto-render.min.js")}" defer></script>
+<script src="../{assets.url("print", "print.js")}" defer></script>
 </head>
 <body dir="ltr" class="tw-print" data-md-color-scheme="default"
       data-md-color-primary="indigo" data-md-color-accent="indigo">

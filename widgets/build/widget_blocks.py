@@ -15,9 +15,9 @@ becomes a `<div data-widget>` carrying the widget's spec and results baked at bu
 
 is replaced by the number the widget computes for those parameters, so prose cannot drift
 from code. This hook expands every macro of a page (widgets/build/macros.py reads them, outside
-code; `hf_source`, `hf_info`, `fig` and `collected` are handled by their own modules). The
-hook also ships the browser libraries (Plotly, KaTeX) from `node_modules/` into the site, so
-the built book loads nothing from outside itself, and gzips text assets.
+code; `hf_source`, `hf_info`, `fig` and `collected` are handled by their own modules), and
+gzips the site's text files. The browser libraries and the runtime it loads are shipped by
+widgets/build/assets.py.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from pathlib import Path
 
 import yaml
 from mkdocs.exceptions import PluginError
-from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[2]
 # Notebooks executed by the build (their kernels inherit this environment) draw their figures
@@ -51,24 +50,6 @@ from backend.compute.style import theme_payload  # noqa: E402
 from widgets.build import figures, hf_source, macros  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.widgets")
-
-NODE = ROOT / "node_modules"
-RUNTIME_MODULES = sorted((ROOT / "widgets/runtime").glob("*.js"))
-# site path -> source path. Only what the pages load; KaTeX's woff2 fonts are enough for
-# every browser that runs the rest of the site.
-VENDOR = {
-    "assets/vendor/plotly.min.js": NODE / "plotly.js-cartesian-dist-min/plotly-cartesian.min.js",
-    "assets/vendor/katex/katex.min.js": NODE / "katex/dist/katex.min.js",
-    "assets/vendor/katex/katex.min.css": NODE / "katex/dist/katex.min.css",
-    "assets/vendor/katex/contrib/auto-render.min.js":
-        NODE / "katex/dist/contrib/auto-render.min.js",
-    "assets/book/runtime.css": ROOT / "widgets/runtime/runtime.css",
-    # the runtime: native ES modules, entry main.js (mkdocs.yml), imported by relative paths
-    **{f"assets/book/runtime/{module.name}": module for module in RUNTIME_MODULES},
-    **{f"assets/vendor/katex/fonts/{font.name}": font
-       for font in sorted((NODE / "katex/dist/fonts").glob("*.woff2"))},
-}
-
 
 # The API the built pages call: `BOOK_API_URL` at build time (a site on a static host calling
 # an API on another origin, e.g. https://api.example.edu/api), else /api on the same origin.
@@ -263,9 +244,8 @@ def jump_link(markdown: str, where: str = "") -> str:
 
 def on_config(config):
     # What every page's <head> carries (the theme's `extrahead`, widgets/theme/main.html): the
-    # figures' colours for both schemes, and the runtime's modules to fetch at once.
+    # figures' colours for both schemes.
     config.extra["tw_theme"] = json.dumps(theme_payload(), separators=(",", ":"))
-    config.extra["tw_runtime"] = [module.name for module in RUNTIME_MODULES]
     macros.register_fences(config, FENCES)
     return config
 
@@ -291,15 +271,7 @@ def on_page_content(output: str, page, config, files) -> str:
     return output
 
 
-# --------------------------------------------------------------------------- assets, gzip
-
-def on_files(files: Files, config) -> Files:
-    for dest, src in VENDOR.items():
-        if not src.is_file():
-            raise PluginError(f"{src} is missing: run `make build` (it runs `npm ci`) first")
-        files.append(File.generated(config, dest, abs_src_path=str(src)))
-    return files
-
+# ------------------------------------------------------------------------------------ gzip
 
 COMPRESSIBLE = {".html", ".js", ".css", ".json", ".svg", ".xml", ".txt", ".map"}
 

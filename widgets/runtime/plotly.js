@@ -2,6 +2,7 @@
  * widgets' figures; and its injected styles kept across instant navigation. */
 
 import { el } from "./dom.js";
+import { PLOTLY } from "./vendor.js";
 
 // No `responsive`: plotly.js would then measure the div on every draw (a forced layout of the
 // whole page); each widget watches its own width (ResizeObserver) and passes it in.
@@ -14,9 +15,8 @@ export var COARSE = typeof window !== "undefined" &&
   !!(window.matchMedia && window.matchMedia("(pointer: coarse)").matches);
 export var TOUCH_CONFIG = Object.assign({}, PLOT_CONFIG, { scrollZoom: false, doubleClick: false,
                                                            showAxisDragHandles: false });
-// plotly.js sits beside the runtime in the built site: assets/book/runtime/ ->
-// assets/vendor/plotly.min.js
-var PLOTLY_SRC = new URL("../../vendor/plotly.min.js", import.meta.url).href;
+// Where the build put plotly.js (vendor.js, relative to the runtime's folder).
+const PLOTLY_SRC = new URL(PLOTLY, import.meta.url).href;
 
 /* plotly.js (about 500 KB compressed) is fetched once, async, by the first page that has a
  * figure; it never blocks the text. Resolves with window.Plotly. */
