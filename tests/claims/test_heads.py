@@ -215,26 +215,37 @@ def written_out(scores):
     return exps / exps.sum(-1, keepdim=True)
 
 
-def test_the_float32_softmax_keeps_digits_a_different_guard_from_the_scaling_factor():
-    """"the softmax runs in float32 ... to keep digits: written out in bfloat16, its exponentials
-    and their row sum would keep only 8 significant bits ... That is a different guard from the
+def test_the_float32_softmax_accumulates_in_float32_a_different_guard_from_the_scaling_factor():
+    """"the softmax is asked for in float32 ... so that its exponentials and their row sum
+    accumulate in float32 whatever kernel runs (PyTorch's own CPU kernel already does: asked for
+    in bfloat16, it gives the same weights; a softmax written out by hand in bfloat16 would keep
+    only 8 significant bits in each). It cannot restore digits the scores lost by being held in
+    bfloat16, as the masks chapter's "Going further" shows. That is a different guard from the
     scaling chapter's 1/√d_k ...: a row whose scores are spread that wide saturates in any
     precision, and a scaled row computed in bfloat16 still loses digits." (It once said "for the
-    same stability reason as the scaling chapter's".)"""
+    same stability reason as the scaling chapter's", then that the float32 softmax keeps digits
+    a bfloat16 one would lose, though PyTorch's bfloat16 kernel gives the same weights, and
+    pointed at the masks chapter's mask example, where the softmax already runs in float32.)"""
+    from backend.compute import causal_mask
     from backend.reference import scaling
 
     assert torch.finfo(torch.bfloat16).eps == 2 ** -7  # 8 significant bits, the leading one kept
     g = scaling.make_generator(0)
     unscaled = scaling.random_scores(512, 8, 8, 512, g).double()  # (S, Q, T), 4,096 rows
     scaled = unscaled / 512 ** 0.5
+    held = scaled.to(torch.bfloat16)
 
-    # the upcast's job: at the scaled scores, bfloat16 arithmetic loses digits that float32 keeps
     exact = torch.softmax(scaled, -1)
-    in_bf16 = written_out(scaled.to(torch.bfloat16)).double()
-    upcast = torch.softmax(scaled.to(torch.bfloat16), -1, dtype=torch.float32)  # HF's eager path
-    assert (in_bf16 - exact).abs().max() > 1e-3
-    assert (upcast.double() - torch.softmax(scaled.to(torch.bfloat16).double(), -1)).abs().max() < 1e-6
-    assert (upcast.to(torch.bfloat16).double() - exact).abs().max() < (in_bf16 - exact).abs().max()
+    upcast = torch.softmax(held, -1, dtype=torch.float32)         # HF's eager path
+    assert (upcast.double() - torch.softmax(held.double(), -1)).abs().max() < 1e-6  # float32 sums
+    assert torch.equal(torch.softmax(held, -1), upcast.to(torch.bfloat16))  # the kernel already did
+    in_bf16 = written_out(held).double()                          # by hand, in bfloat16
+    assert (in_bf16 - exact).abs().max() > (upcast.to(torch.bfloat16).double() - exact).abs().max()
+    # what the upcast cannot restore: the masks chapter's weight, from scores held in bfloat16
+    held_params = causal_mask.SPEC.resolve({"mask": "none", "dtype": "bfloat16"})
+    in_float32 = causal_mask.facts(held_params)["weights_before_storing"][1][1]
+    exact_weight = causal_mask.compute(causal_mask.SPEC.resolve({"mask": "none"}))["values"]
+    assert round(in_float32, 2) != round(exact_weight["weights"][1][1], 2)
 
     # the scaling factor's job is not the upcast's: wide scores saturate as often in float32 as in
     # float64, and dividing by sqrt(d_k) is what un-saturates them, in either precision
