@@ -217,27 +217,35 @@ def compute(params: dict) -> dict:
 
 ALIGNED_CORRELATION = 0.5  # how far each key leans towards its query, entry by entry
 OVERFLOW_DTYPES = {"float16": torch.float16, "float32": torch.float32}
+SUMS_TO_ONE = 1e-2  # a row's weights sum to 1 within float16's rounding (far under this)
 
 
 def overflow_values(d_k: int, n_pos: int, seed: int) -> dict:
     """On the widget's own draw (compute's generator order), the share of rows whose softmax,
-    written out as the self-attention chapter's table computes it, has an e^x too large for the
-    dtype (the row is then NaN), unscaled and scaled; and the same with each row's largest score
-    subtracted first. Also the largest score whose e^x each dtype holds, ln(its largest number)."""
+    written out as the self-attention chapter's table computes it, is broken, unscaled and
+    scaled; and the same with each row's largest score subtracted first. A row is broken when
+    its weights do not sum to about 1: an e^x too large for the dtype makes that weight ∞/∞ =
+    NaN (and the others finite/∞ = 0), and in float16 the row's sum can overflow with no single
+    term overflowing, every weight then 0. Also the number of rows, and the largest score whose
+    e^x each dtype holds, ln(its largest number)."""
     dev = device()
     g = scaling.make_generator(seed, dev)
     scaling.dot_product_variance(d_k, n_pairs_for(d_k), g, dev)
     scores = scaling.random_scores(d_k, n_pos, *queries_for(d_k, n_pos), g, dev)  # (S, Q, T)
 
     def broken(weights: torch.Tensor) -> float:
-        return (~torch.isfinite(weights).all(dim=-1)).double().mean().item()
+        sums = weights.double().sum(dim=-1)                       # NaN where a weight is NaN
+        return (~((sums - 1).abs() < SUMS_TO_ONE)).double().mean().item()
 
-    values = {"overflow_scaled": 0.0, "overflow_stable": 0.0}  # the larger of the two dtypes'
+    values = {"overflow_scaled": 0.0, "overflow_stable": 0.0,  # the larger of the two dtypes'
+              "overflow_rows": scores[..., 0].numel()}
     for name, dtype in OVERFLOW_DTYPES.items():
         scaled = broken(river_bank.softmax_written_out((scores / math.sqrt(d_k)).to(dtype)))
         stable = broken(river_bank.softmax_stable(scores.to(dtype)))
+        unscaled = broken(river_bank.softmax_written_out(scores.to(dtype)))
         values.update({
-            f"overflow_{name}_unscaled": broken(river_bank.softmax_written_out(scores.to(dtype))),
+            f"overflow_{name}_unscaled": unscaled,
+            f"overflow_{name}_unscaled_rows": round(unscaled * values["overflow_rows"]),
             f"overflow_{name}_scaled": scaled,
             f"overflow_{name}_stable": stable,
             "overflow_scaled": max(values["overflow_scaled"], scaled),

@@ -14,6 +14,7 @@ import math
 import pytest
 import torch
 
+from backend.reference import river_bank as rb
 from backend.reference import scaling
 from tests.support.scaling_page import (
     D_KS,
@@ -236,11 +237,33 @@ def test_check_yourself_over_512_positions_unscaled_rows_often_beat_an_even_row(
 
 # --- When e^x overflows
 
+def test_an_overflowing_term_is_nan_the_others_zero_and_a_float16_sum_overflows_alone():
+    """"Such a term's weight is ∞/∞, not a number (NaN), and every other weight in its row is a
+    finite number over ∞, 0; the row's output, its weights times the values, is then NaN in
+    every entry. In float16 the row's sum can also overflow when no single term does (two
+    scores of 10.5, each below the limit, already do it), and then every weight is 0." (It said
+    one such term "turns its whole row into NaN", and counted only NaN rows.)"""
+    limits = v(64, 8)
+    one = rb.softmax_written_out(torch.tensor([100.0, 1.0, 2.0]))
+    assert torch.isnan(one[0]) and (one[1:] == 0).all()
+    assert torch.isnan(one @ torch.randn(3, 4)).all()
+    two = torch.tensor([10.5, 10.5, 2.0])
+    assert (two < limits["exp_limit_float16"]).all()
+    zeros = rb.softmax_written_out(two.half())
+    assert torch.isfinite(zeros).all() and (zeros == 0).all()
+
+
 def test_the_written_out_softmax_overflows_unscaled_and_the_stable_one_never_does():
-    """"The share of rows that break ... [table at (64, 8), (512, 512), (1,024, 512)] ...
-    Dividing by √d_k keeps every row finite at these settings; subtracting each row's largest
-    score keeps every row finite whatever the scores"."""
+    """"The share of rows where they [the weights] do not [sum to 1] ... [table at (64, 8),
+    (512, 512), (1,024, 512), with the rows and, at 512 positions, the counts] ... Dividing by √d_k
+    keeps every row summing to 1 at these settings; subtracting each row's largest score keeps
+    every row summing to 1 whatever the scores"."""
     default, wide, widest = v(64, 8), v(512, 512), v(1024, 512)
+    assert wide["overflow_rows"] == widest["overflow_rows"] == 256
+    for x in (wide, widest):
+        for name in ("float16", "float32"):
+            assert x[f"overflow_{name}_unscaled_rows"] == pytest.approx(
+                x[f"overflow_{name}_unscaled"] * 256, abs=1e-9)
     assert default["overflow_float16_unscaled"] > 0.3        # half the default rows in float16
     assert default["overflow_float32_unscaled"] == 0          # float32 holds them
     assert 0 < wide["overflow_float32_unscaled"] < widest["overflow_float32_unscaled"]
