@@ -338,6 +338,34 @@ def test_gemma_2_divides_by_the_root_of_query_pre_attn_scalar():
     assert scale == pytest.approx(scalar ** -0.5) and scale != pytest.approx(head_dim ** -0.5)
 
 
+def test_the_argument_assumes_independent_zero_mean_unit_variance_entries():
+    """"The variance argument assumes that the entries of q and k are independent, with mean 0
+    and variance 1. The variance was dealt with above: at PyTorch's default initialisation it is
+    not 1, and the scores' variance is still in proportion to d_k." (It said the argument rests
+    on "one assumption", independence, though the chapter had shown unit variance failing.)"""
+    x = v(64, 8)
+    assert x["linear_init_var"] < 0.5
+    assert x["linear_init_score_var"] == pytest.approx(64 * x["linear_init_var"] ** 2, rel=0.2)
+
+
+def test_gemma_2_caps_its_scores_at_50():
+    """"It also caps its scores, passing each through 50 tanh(s / 50) before the softmax
+    (attn_logit_softcapping = 50.0 in transformers' Gemma2Config), so none can pass 50"."""
+    from transformers import Gemma2Config
+    from transformers.models.gemma2 import modeling_gemma2
+
+    assert Gemma2Config().attn_logit_softcapping == 50.0
+    q = torch.tensor([[[[40.0]]]])                                # one head, one position
+    k = torch.tensor([[[[10.0], [1.0]]]])                         # scores 400 and 40
+    module = torch.nn.Module()
+    module.num_key_value_groups, module.training, module.head_dim = 1, False, 1
+    _, w = modeling_gemma2.eager_attention_forward(module, q, k, torch.zeros(1, 1, 2, 1), None,
+                                                   scaling=1.0, softcap=50.0)
+    capped = 50 * torch.tanh(torch.tensor([400.0, 40.0]) / 50)
+    torch.testing.assert_close(w[0, 0, 0], torch.softmax(capped, -1))
+    assert (capped < 50).all()
+
+
 def test_exercise_2_dividing_by_d_k_shrinks_independent_scores_towards_even_rows():
     """Exercise 2: "The variance becomes d_k / d_k² = 1/d_k: the scores shrink towards 0 and
     the softmax tends to uniform as d_k grows"."""
