@@ -214,7 +214,8 @@ def facts(params: dict) -> dict:
     for c in CONTEXTS:
         scores, other = prefill_flops(c)
         prefill[str(c)] = {"work": (scores + other) / base, "score_share": scores / (scores + other)}
-    return {"prefill": prefill, "prefill_layers": PRESETS[PREFILL_MODEL].n_layers}
+    return {"prefill": prefill, "prefill_layers": PRESETS[PREFILL_MODEL].n_layers,
+            "prefill_window": PRESETS[PREFILL_MODEL].max_seq_len}
 
 
 def _figure(rows, cols, table, distances, sim, sim_ref, d, T, offset, shown, theta) -> dict:

@@ -128,12 +128,17 @@ def test_sixteen_times_the_text_is_256_times_the_work():
 
 
 def test_a_whole_prefill_costs_far_less_than_256_times_and_the_square_takes_over_late():
-    """"A whole prompt costs less than that ... sixteen times the text is 47 times the
-    arithmetic, not 256. The square's share of that arithmetic is 13% at 8,000 tokens and 71%
-    at 128,000; it overtakes the rest of the layer only at about 53,248 tokens ... Below that,
-    most of a prompt's arithmetic is the rest of the model." (It once said the square "is still
-    what a long prompt costs", of the 256x that counts attention alone.)"""
+    """"A whole prompt costs less than that ... The last column counts both, leaving out the
+    output layer, for the 32 layers of a model shaped like Llama 3 8B (whose own window is 8,192
+    tokens ...) ... sixteen times the text is 47 times the arithmetic, not 256. The square's share
+    of that arithmetic is 13% at 8,000 tokens and 71% at 128,000; it overtakes the rest of the
+    layer only at 53,248 tokens ... Below that, most of a prompt's arithmetic is the rest of the
+    model." (It once said the square "is still what a long prompt costs", of the 256x that
+    counts attention alone; then called the column "a Llama-3-8B prefill" past that model's
+    window, rounded 2.26x to "2x" and the exact 53,248 = 13 x 4,096 to "about".)"""
     from backend.compute import attention_cost_facts
+    from backend.reference import attention_cost
+    from backend.reference.presets import PRESETS
 
     facts = w.facts(SPEC.resolve(SPEC.defaults()))
     work, ctx = facts["prefill"], values()["context"]
@@ -148,6 +153,14 @@ def test_a_whole_prefill_costs_far_less_than_256_times_and_the_square_takes_over
         scores, other = w.prefill_flops(T)  # the same crossover, counted over the whole prefill
         assert (scores < other) == (T < crossover)
     assert facts["prefill_layers"] == 32
+    cfg = PRESETS[w.PREFILL_MODEL]
+    assert facts["prefill_window"] == cfg.max_seq_len < 16_000  # the table's longer rows pass it
+    assert crossover == 13 * cfg.d_model  # exact, no "about"
+    d_head = cfg.d_model // cfg.n_heads  # no output layer: the layers' matmuls only
+    assert w.prefill_flops(8000)[1] == cfg.n_layers * (
+        attention_cost.projection_flops(8000, d_head, cfg.n_heads, 1, cfg.n_kv_heads)
+        + attention_cost.mlp_flops(8000, cfg.d_model, cfg.d_ff))
+    assert f"{work['16000']['work']:.1f}" != f"{work['16000']['work']:.0f}"  # 2.3x, not "2x"
 
 
 # -- Push on it -----------------------------------------------------------------------------
