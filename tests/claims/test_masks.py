@@ -192,8 +192,13 @@ def test_float16_minimum_overflows_at_the_margin():
 
 
 def test_bfloat16_loses_a_digit_float16_keeps_them():
-    """'river's weight on itself reads 0.72 instead of 0.73 ... float16 keeps both decimals of every weight here'."""
+    """'river's weight on itself reads 0.72 instead of 0.73, river's weight on bank 0.22 instead
+    of 0.21, and bank's weight on river 0.30 instead of 0.31: three of the nine weights shown
+    change ... float16 keeps both decimals of every weight here'. (It listed two of the three.)"""
     bf, f32 = run(mask="none", dtype="bfloat16"), run(mask="none")
+    changed = [(i, j) for i, row in enumerate(f32["weights"]) for j, x in enumerate(row)
+               if round(bf["weights"][i][j], 2) != round(x, 2)]
+    assert changed == [(1, 1), (1, 2), (2, 1)] and len(f32["weights"]) ** 2 == 9
     assert round(bf["weights"][1][1], 2) != round(f32["weights"][1][1], 2)
     # the digit goes in the scores: rounding only the exact weight keeps it
     assert bf["scores"][1][1] != f32["scores"][1][1]
