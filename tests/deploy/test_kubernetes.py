@@ -17,21 +17,13 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from backend import settings
+
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"
 # The oldest Kubernetes minor still supported upstream when this was written; the manifests use
 # nothing newer (autoscaling/v2, policy/v1, networking.k8s.io/v1 are all GA well before).
 K8S_VERSION = "1.30.0"
-
-# The environment contract every engineer wrote against (notes/infra-common.md); once
-# backend/settings.py (the one table) exists, names are checked against it as well.
-ENV_CONTRACT = {
-    "HOST", "PORT", "WEB_CONCURRENCY", "BOOK_THREADS", "BOOK_ACCESS_LOG", "BOOK_DEVICE",
-    "BOOK_SITE_DIR", "BOOK_MAX_BODY_BYTES", "BOOK_MAX_CONCURRENT", "BOOK_COMPUTE_WAIT_SECONDS",
-    "BOOK_HEAVY_WAIT_SECONDS", "BOOK_RATE_LIMIT", "BOOK_CACHE_URL", "BOOK_CACHE_PASSWORD", "BOOK_CACHE_TTL_SECONDS",
-    "BOOK_CORS_ORIGINS", "BOOK_API_URL", "BOOK_HF_CHECKPOINT", "BOOK_TIMING_LOCK",
-    "BOOK_TRUSTED_PROXIES",
-}
 
 
 def load_all(path: Path) -> list[dict]:
@@ -126,8 +118,6 @@ def test_probes_ports_and_service_match_the_app(client):
     config = find(objs, "ConfigMap", "book-env")["data"]
     (port,) = container["ports"]
     assert port["containerPort"] == int(config["PORT"]) == 8000
-    from backend import settings
-
     # the port the server binds when PORT is the ConfigMap's (read through the one settings table)
     assert settings.load({"PORT": config["PORT"]})["PORT"] == port["containerPort"]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -153,13 +143,8 @@ def test_the_environment_names_are_the_apps():
     names = set(find(objs, "ConfigMap", "book-env")["data"])
     names |= {e["name"] for e in container.get("env", []) if e["name"] != "TMPDIR"}
     names |= {e["name"] for e in book_container(gpu_objects()).get("env", []) if e["name"] != "TMPDIR"}
-    unknown = names - ENV_CONTRACT
-    assert not unknown, f"not variables the server reads: {sorted(unknown)}"
-    settings = ROOT / "backend" / "settings.py"
-    if settings.exists():   # the one table of variables (guards' branch)
-        text = settings.read_text()
-        missing = {n for n in names if not re.search(rf"['\"]{n}['\"]", text)}
-        assert not missing, f"not in backend/settings.py: {sorted(missing)}"
+    unknown = names - {var.name for var in settings.TABLE}
+    assert not unknown, f"not variables the server reads (backend/settings.py): {sorted(unknown)}"
     config = find(objs, "ConfigMap", "book-env")["data"]
     assert config["BOOK_CACHE_URL"] == "redis://redis:6379/0"
     redis_service = find(objs, "Service", "redis")
