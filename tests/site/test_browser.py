@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from widget_page import move_slider, value_text
 
-from tests.support.browser import computes
+from tests.support.browser import computes, idle
 
 pytestmark = pytest.mark.browser
 
@@ -169,7 +169,7 @@ def test_a_fast_drag_is_coalesced_and_ends_on_the_last_value(page, server):
     page.wait_for_function(f"""() => document.querySelector('{WIDGET}').dataset.source === 'live'
         && document.querySelector('{WIDGET} .tw-plot').data
              .find(t => t.showlegend === false).x[0] === 1024""", timeout=10_000)
-    page.wait_for_timeout(300)
+    idle(page, WIDGET)  # nothing left to send: a third request would have gone already
     # the first step at once; the ten that came while it was in flight are one request, the last
     assert len(posts) == 2, posts
     assert marker_x(page) == 1024
@@ -220,7 +220,7 @@ def test_a_slow_drag_keeps_one_request_in_flight_and_sends_only_the_newest_value
     page.wait_for_function(f"""() => window.__api.inflight === 0 &&
         document.querySelector('{WIDGET} .tw-plot').data
           .find(t => t.showlegend === false).x[0] === 1024""", timeout=15_000)
-    page.wait_for_timeout(300)
+    idle(page, WIDGET)
     api = page.evaluate("window.__api")
     calls = api["calls"]
     assert api["most"] == 1

@@ -37,6 +37,11 @@ def test_every_page_runs_under_the_policy(server, built_site, strict_page):
             strict_page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
         if strict_page.locator(".arithmatex").count():
             strict_page.wait_for_selector(".katex", timeout=15_000)
+        # the page has started: every widget has its server's spec, the fonts are in
+        strict_page.wait_for_function("""() => document.fonts.status === 'loaded' && [...document
+            .querySelectorAll('[data-widget]')].every(w => w.dataset.spec)""", timeout=30_000)
+        # A violation is reported by an event queued after what was blocked, and nothing
+        # announces that none is coming: a bounded while for late ones.
         strict_page.wait_for_timeout(300)
         assert strict_page.evaluate("window.__csp") == [], path
     assert strict_page.console_errors == []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.browser import styles_settled
+
 pytestmark = pytest.mark.browser
 
 SCALING = "/chapters/scaling/"
@@ -27,7 +29,7 @@ CONTRAST = """([sel, prop]) => {
 
 def set_scheme(page, scheme):
     page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
-    page.wait_for_timeout(100)
+    styles_settled(page)
 
 
 def focus_by_tab(page, selector, limit=80):

@@ -219,7 +219,10 @@ def test_without_the_servers_spec_the_baked_spec_stands(page, other_server, outa
     for path, widget in ((COST, COST_W), (MAPS, MAP_W)):
         page.goto(other_server + path)
         page.wait_for_selector(f"{widget} .tw-plot .main-svg", timeout=20_000)
-        page.wait_for_timeout(3500 if outage == "no answer" else 500)
+        # the runtime has given up on the spec (at once when refused, after 3 s unanswered) and
+        # kept the one the page was built with (page.js followServer)
+        page.wait_for_function(f"() => document.querySelector('{widget}').dataset.spec === 'built'",
+                               timeout=10_000)
         assert asked, "the page never asked for the server's spec"
         assert page.evaluate(f"document.querySelector('{widget}').dataset.source") == "precomputed"
         assert page.locator(f"{widget} .tw-notice").first.is_hidden()

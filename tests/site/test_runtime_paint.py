@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.browser import next_frames
+
 pytestmark = pytest.mark.browser
 
 SCALING = "/chapters/scaling/"
@@ -50,8 +52,8 @@ def test_a_chapter_paints_its_text_fast_on_a_slow_link_and_then_its_figure(brows
 
 def test_pages_without_a_figure_never_load_plotly(browser, server):
     context, page, fcp, _, requested = throttled_load(browser, server + "/")
-    page.wait_for_load_state("load", timeout=60_000)
-    page.wait_for_timeout(300)
+    # no request for half a second after the load: whatever the page fetches, it has asked for
+    page.wait_for_load_state("networkidle", timeout=60_000)
     print(f"\nhome page at 1.6 Mbit/s: first contentful paint {fcp:.0f} ms")
     context.close()
     # the library itself (assets/vendor/plotly.min.js, ~1 MB); the runtime's small module that
@@ -96,7 +98,12 @@ def test_notebooks_fit_a_phone_without_layout_shift(phone, server):
         .observe({type: 'layout-shift', buffered: true});""")
     page.goto(server + NOTEBOOK)
     page.wait_for_selector(".jupyter-wrapper .js-plotly-plot .main-svg", timeout=30_000)
-    page.wait_for_timeout(800)
+    # every figure drawn and the fonts in; then no request for half a second, so nothing late
+    # (a script, an image) is still on its way to shift the page
+    page.wait_for_function("""() => document.fonts.status === 'loaded' && [...document
+        .querySelectorAll('.jupyter-wrapper .js-plotly-plot')].every(d => d.querySelector('.main-svg'))""")
+    page.wait_for_load_state("networkidle", timeout=30_000)
+    next_frames(page)
     plot_w = page.evaluate("""Math.min(...[...document.querySelectorAll('.jupyter-wrapper .js-plotly-plot')]
         .map(d => d._fullLayout._size.w))""")
     pre = page.evaluate("""(() => { const p = document.querySelector('.jupyter-wrapper .jp-OutputArea-output pre');

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.support.browser import computes
+from tests.support.browser import computes, holds, idle, next_frames, scroll_settled, styles_settled
 
 pytestmark = pytest.mark.browser
 
@@ -51,19 +51,23 @@ def test_same_page_links_leave_every_widget_mounted(page, server):
     page.evaluate("window.__same_document = 1")  # gone if the page were loaded anew
     # a table-of-contents entry
     page.evaluate("document.querySelector('.md-nav--secondary a.md-nav__link').click()")
-    page.wait_for_timeout(600)
+    assert holds(page, "() => location.hash !== ''")
+    scroll_settled(page)
     assert page.evaluate(COUNT) == before
     first_hash = page.evaluate("location.hash")
-    assert first_hash
     # a heading's permalink, further down
     page.evaluate("[...document.querySelectorAll('article h2 a.headerlink')].at(-1).click()")
-    page.wait_for_timeout(600)
+    assert holds(page, "h => location.hash !== h", first_hash)
+    scroll_settled(page)
     assert page.evaluate(COUNT) == before
-    assert page.evaluate("location.hash") != first_hash
     # back to the first anchor: still the same page, still mounted
     page.go_back()
+    assert holds(page, "h => location.hash === h", first_hash)
+    scroll_settled(page)
+    assert page.evaluate(COUNT) == before
+    # A refetch of the page would start after the navigation that caused it, and nothing
+    # announces that none is coming: the page gets a bounded while to show one.
     page.wait_for_timeout(600)
-    assert page.evaluate("location.hash") == first_hash
     assert page.evaluate(COUNT) == before
     assert page.evaluate("window.__same_document") == 1
     assert fetched == []
@@ -74,7 +78,9 @@ def test_a_reader_setting_survives_a_table_of_contents_click(page, server):
     open_page(page, server, SCALING, W)
     move_live(page, W, "d_k", 256)
     page.evaluate("document.querySelector('.md-nav--secondary a.md-nav__link').click()")
-    page.wait_for_timeout(600)
+    assert holds(page, "() => location.hash !== ''")
+    scroll_settled(page)
+    idle(page, W)  # a setting the navigation had sent for would be answered and shown by now
     assert page.locator(f'{W} input[name="d_k-value"]').input_value() == "256"
     assert page.evaluate(f"document.querySelector('{W}').widget.shown.params.d_k") == 256
     assert "attention_scaling.d_k=256" in page.evaluate("location.search")  # the query stays
@@ -89,7 +95,8 @@ def test_jump_link_lands_on_the_figure(page, server):
     assert link.count() == 1
     assert link.get_attribute("href").endswith(SCALING + "#widget-attention_scaling")
     link.click()
-    page.wait_for_timeout(800)
+    assert holds(page, "() => location.hash === '#widget-attention_scaling'")
+    scroll_settled(page)
     top = page.evaluate(f"document.querySelector('{W}').getBoundingClientRect().top")
     header = page.evaluate("document.querySelector('.md-header').getBoundingClientRect().bottom")
     assert header <= top < header + 80
@@ -107,9 +114,9 @@ def swipe(page, x, y, dy, dx=0, steps=8):
     for i in range(1, steps + 1):
         cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [
             {"x": x + dx * i / steps, "y": y + dy * i / steps}]})
-        page.wait_for_timeout(16)
+        next_frames(page, 1)  # one move a frame, as a real finger's arrive
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
-    page.wait_for_timeout(400)
+    scroll_settled(page)
 
 
 def test_a_swipe_over_a_figure_scrolls_the_page_and_never_zooms(phone, server):
@@ -184,7 +191,8 @@ def test_every_slider_keeps_a_usable_width_at_every_width(browser, server, built
         page.wait_for_selector("[data-widget] .tw-controls")
         for width in WIDTHS:
             page.set_viewport_size({"width": width, "height": 900})
-            page.wait_for_timeout(30)
+            assert holds(page, "w => innerWidth === w", width)
+            next_frames(page)  # the widgets' ResizeObservers have laid them out again
             narrow += [(path, width, name, round(w)) for name, w in page.evaluate(SLIDERS)
                        if w < 80]
         overflowing += [(path, name, top) for name, top, fits in page.evaluate(BOXES) if not fits]
@@ -217,7 +225,9 @@ def test_copy_link_lands_on_the_widget_with_its_setting(browser, server):
     fresh.goto(link)
     fresh.wait_for_function(f"""() => document.querySelector('{W}').dataset.source === 'live'
         && document.querySelector('{W}').widget.shown.params.d_k === 256""", timeout=30_000)
-    fresh.wait_for_timeout(500)
+    # it lands on the widget, and again once the figures above it are drawn (page.js landOnWidget)
+    holds(fresh, f"() => scrollY > 2000 && document.querySelector('{W}').getBoundingClientRect().top >= 0")
+    scroll_settled(fresh)
     top = fresh.evaluate(f"document.querySelector('{W}').getBoundingClientRect().top")
     assert 0 <= top < 200                          # the widget, not the top of the chapter
     assert fresh.evaluate("scrollY") > 2000
@@ -273,7 +283,7 @@ def test_heatmap_cell_labels_are_readable_in_both_schemes(browser, server, schem
     page = context.new_page()
     open_page(page, server, MAPS, SINK)
     page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
-    page.wait_for_timeout(500)
+    styles_settled(page)  # the switch redraws the figures (page.js watchScheme)
     ratios = page.evaluate(CELL_LABELS, SINK)
     context.close()
     assert len(ratios) >= 16
@@ -324,7 +334,7 @@ def test_a_focused_control_is_never_under_the_sticky_header(page, server):
         document.querySelector('{W} input[name="d_k-value"]').focus({{preventScroll: true}}); }})()""")
     page.keyboard.press("Shift+Tab")
     assert page.evaluate("document.activeElement.name") == "d_k"
-    page.wait_for_timeout(100)
+    scroll_settled(page)
     top = page.evaluate("document.activeElement.getBoundingClientRect().top")
     header = page.evaluate("document.querySelector('.md-header').getBoundingClientRect().bottom")
     assert top >= header

@@ -10,7 +10,7 @@ import re
 import pytest
 from widget_page import move_slider, wait_live
 
-from tests.support.browser import computes, setting
+from tests.support.browser import computes, idle, setting
 
 pytestmark = pytest.mark.browser
 
@@ -199,5 +199,5 @@ def test_the_int_step_grid_is_checked_before_sending(page, server):
     err.wait_for(state="visible")
     assert "'width d_model' must be a multiple of 64, got 4100" in err.inner_text()
     assert box(page, MP, "d_model").input_value() == "4096"
-    page.wait_for_timeout(200)
+    idle(page, MP)  # nothing waits to be sent
     assert posts == []

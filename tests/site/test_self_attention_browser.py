@@ -7,7 +7,7 @@ import pytest
 from widget_page import value_text
 
 from backend.compute import river_bank
-from tests.support.browser import PHONE, new_page
+from tests.support.browser import PHONE, new_page, next_frames
 
 pytestmark = pytest.mark.browser
 
@@ -232,7 +232,7 @@ def test_word_labels_stay_inside_the_panel_at_the_slider_extremes(browser, serve
                 f"""() => document.querySelector('{WIDGET}').dataset.source === 'live'
                      && document.querySelector('{WIDGET} .tw-plot').data[3].x[1] === {corner}""",
                 timeout=15_000)
-            page.wait_for_timeout(300)
+            next_frames(page)  # plotly has placed the new figure's labels
             texts = page.evaluate(f"""() => Array.from(document.querySelectorAll(
                 '{WIDGET} .tw-plot .scatterlayer .trace text')).map(t => t.textContent)""")
             assert "custom word" in texts

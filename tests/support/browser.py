@@ -49,3 +49,55 @@ def setting(request) -> dict:
     spec = REGISTRY[_RESULT.search(request.url)["name"]].SPEC
     return {k: _typed(spec.param(k).type, v) for k, v in parse_qsl(url.query,
                                                                    keep_blank_values=True)}
+
+
+# Waits on what the page does, not on the clock.
+
+def next_frames(page, n: int = 2) -> None:
+    """Return once the page has drawn `n` more animation frames: by then a resize's
+    ResizeObserver callbacks, a redraw queued for the next frame and the layout they caused are
+    done."""
+    page.evaluate("""n => new Promise(done => {
+        const tick = k => k ? requestAnimationFrame(() => tick(k - 1)) : done();
+        tick(n); })""", n)
+
+
+def scroll_settled(page, frames: int = 3, timeout_ms: int = 10_000) -> None:
+    """Return once the page has not scrolled for `frames` animation frames in a row: a smooth
+    scroll, a swipe, a landing on an anchor has ended."""
+    page.evaluate("""([frames, timeout]) => new Promise((done, fail) => {
+        const give_up = setTimeout(() => fail(new Error('still scrolling after ' + timeout + ' ms')), timeout);
+        let last = scrollY, still = 0;
+        const tick = () => {
+            still = scrollY === last ? still + 1 : 0;
+            last = scrollY;
+            if (still >= frames) { clearTimeout(give_up); done(); } else requestAnimationFrame(tick);
+        };
+        requestAnimationFrame(tick); })""", [frames, timeout_ms])
+
+
+def styles_settled(page) -> None:
+    """Return once a style change (a colour-scheme switch) has been drawn and every CSS
+    transition it started has finished."""
+    next_frames(page)
+    page.wait_for_function("() => document.getAnimations().every(a => a.playState !== 'running')")
+
+
+def idle(page, widget: str, timeout_ms: int = 15_000) -> None:
+    """Wait until `widget`'s scheduler (widgets/runtime/scheduler.js) has nothing in flight,
+    nothing waiting and no pause running: every request the reader's actions called for has
+    left and been answered, so one that was never sent never will be."""
+    page.wait_for_function(f"() => document.querySelector('{widget}').widget.scheduler.idle",
+                           timeout=timeout_ms)
+
+
+def holds(page, predicate: str, arg=None, timeout_ms: int = 10_000) -> bool:
+    """Whether `predicate` (a function run in the page) comes to hold within `timeout_ms`. The
+    test asserts on the values afterwards, so a failure shows what the page had instead."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(predicate, arg=arg, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        return False
+    return True
