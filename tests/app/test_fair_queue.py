@@ -133,6 +133,7 @@ def test_heavy_widgets_run_one_at_a_time_and_light_ones_still_pass(tmp_path):
 
 # ----------------------------------------------------------------------- a live gunicorn
 
+@pytest.mark.timing  # its medians are wall clock: the lane that runs alone
 def test_a_flooding_client_does_not_starve_a_polite_one(slow_server, post):
     """One slot, 50 ms per computation. A flooder (127.0.0.2) keeps 40 uncached requests in
     flight; a polite reader (127.0.0.3) asks once every 0.3 s. With first-come order the polite
