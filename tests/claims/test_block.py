@@ -184,13 +184,16 @@ def test_bf16_flat_rows_layernorm_zeros():
 
 def test_the_scale_factor_not_the_squares_doubles_the_error():
     """'rounding only the squares costs little; rounding the mean square and its rsqrt costs as
-    much as the final rounding; with the product too they add up to the no-upcast error'"""
+    much as the final rounding; with the product too they come to most of the no-upcast error'"""
     v = run(rmsnorm)
     assert v["error_no_upcast"] > 1.8 * v["error_floor"]
     assert v["error_round_squares"] < 0.05 * v["error_no_upcast"]
     assert v["error_round_mean_square"] < v["error_round_scale"]
     assert v["error_round_scale"] == pytest.approx(v["error_floor"], rel=0.15)
-    assert v["error_round_scale_product"] == pytest.approx(v["error_no_upcast"], rel=0.02)
+    # "most of": equal where torch's bfloat16 rsqrt rounds like this step-by-step model (as on
+    # AVX-512 here); its scalar kernels (ATEN_CPU_CAPABILITY=default) give the no-upcast path
+    # more, 0.0146 against 0.0171
+    assert 0.75 * v["error_no_upcast"] <= v["error_round_scale_product"] <= 1.02 * v["error_no_upcast"]
     assert v["eps_dtype"] == 2 ** -7 and 2 < 8 * math.log10(2) < 3
 
 
