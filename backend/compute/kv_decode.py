@@ -314,8 +314,11 @@ def _figure(steps: int, P: int, v: dict) -> dict:
         "xaxis": {"domain": [0, 1]}, "yaxis": {"domain": [0.52, 1]},
         "xaxis2": {"domain": [0, 1]}, "yaxis2": {"domain": [0, 0.32]},
         "legend": {"y": -0.12},
-        "annotations": [{**layout["annotations"][0], "x": 0.5, "y": 1.04},
+        # the left panel's note in two lines: in one it runs past a phone's edge
+        "annotations": [{**layout["annotations"][0], "text": _step_text(v).replace(": ", ":<br>", 1),
+                         "x": 0.5, "y": 1.0, "yanchor": "bottom"},
                         {**layout["annotations"][1], "x": 0.5, "y": 0.4}],
+        "margin": {"t": 50},
     }
     return {"data": data, "layout": layout, "narrow": narrow}
 

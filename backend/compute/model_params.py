@@ -143,9 +143,22 @@ SEGMENTS = (("embedding", "embedding", "embedding", PART_COLORS["embedding"]),
 TIED_LABEL = "tied: counted once, as the embedding"
 
 
-def _stacked(cfg: ModelConfig, c, m: dict) -> list[dict]:
+# The x axis's unit, chosen from the longest bar so that its ticks are plain numbers under 1,000
+# (plotly would write 4,000 millions as "4k": "k millions").
+UNITS = ((1e9, "billions"), (1e6, "millions"), (1e3, "thousands"))
+
+
+def axis_unit(longest: int) -> tuple[float, str]:
+    """(size, word) of the unit a bar `longest` parameters long is drawn in: 4.3e9 -> billions."""
+    for size, word in UNITS:
+        if longest >= size:
+            return size, word
+    return 1.0, ""
+
+
+def _stacked(cfg: ModelConfig, c, m: dict, unit: float) -> list[dict]:
     """One trace per segment: the embedding, Q/K/V/O stacked on the attention bar, gate/up/down on
-    the MLP bar, the norms, the head (a tied head draws nothing and says so)."""
+    the MLP bar, the norms, the head (a tied head draws nothing and says so); x in `unit`s."""
     L, d, dk = cfg.n_layers, cfg.d_model, cfg.d_head
     shapes = {"q_proj": f"{L} × ({cfg.n_heads}·{dk}) × {d}", "k_proj": f"{L} × ({cfg.n_kv_heads}·{dk}) × {d}",
               "v_proj": f"{L} × ({cfg.n_kv_heads}·{dk}) × {d}", "o_proj": f"{L} × {d} × ({cfg.n_heads}·{dk})",
@@ -157,13 +170,13 @@ def _stacked(cfg: ModelConfig, c, m: dict) -> list[dict]:
     for _i, (row, part, label, color) in enumerate(SEGMENTS):
         n = m[part]
         traces.append({
-            "type": "bar", "orientation": "h", "y": [row], "x": [n / 1e6], "name": label,
+            "type": "bar", "orientation": "h", "y": [row], "x": [n / unit], "name": label,
             "marker": {"color": color, "line": {"width": 1, "color": COLORS["guide"]}},
             "text": ["" if part == "lm_head" and cfg.tie_embeddings  # a 0-wide bar shows no text
                      else f"{label} {n / c.total:.1%}" if part in MATRIX_LABELS else f"{n / c.total:.1%}"],
             "textposition": "inside" if part in MATRIX_LABELS else "auto", "insidetextanchor": "middle",
             "customdata": [shapes[part]],
-            "hovertemplate": f"{label}: %{{x:,.1f}}M parameters (%{{customdata}})<extra></extra>",
+            "hovertemplate": f"{label}: {n:,} parameters (%{{customdata}})<extra></extra>",
         })
     return traces
 
@@ -214,12 +227,14 @@ def compute(params: dict) -> dict:
     same = [n for n, pc in CHOICES.items()  # the fields the widget shows, not e.g. rope_theta
             if all(getattr(pc, f) == getattr(cfg, f) for f in FIELDS.values())]
     label = name if name != CUSTOM else ("custom (as " + same[0] + ")" if same else "custom config")
+    unit, word = axis_unit(max(c.embedding, c.attention, c.mlp, c.norms, c.lm_head))
     fig = {
-        "data": _stacked(cfg, c, m),
+        "data": _stacked(cfg, c, m, unit),
         "layout": {
             "title": {"text": f"{label}: {human(c.total)} parameters"
                               + (" (head tied)" if cfg.tie_embeddings else "")},
-            "xaxis": {"title": {"text": "parameters (millions)"}, "rangemode": "tozero"},
+            "xaxis": {"title": {"text": f"parameters ({word})" if word else "parameters"},
+                      "rangemode": "tozero"},
             "yaxis": {"autorange": "reversed", "automargin": True},
             "margin": {"l": 90, "r": 20, "t": 50, "b": 50},
             "showlegend": False, "barmode": "stack", "uniformtext": {"minsize": 9, "mode": "hide"},

@@ -204,7 +204,12 @@ def _figure(runs: dict, budget: int) -> dict:
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
         legend={"orientation": "h", "y": -0.05},
     )
-    return {"data": data, "layout": layout, "narrow": {"height": 560, "legend": {"y": -0.12}}}
+    # on a phone the first title in two lines: in one it runs past the figure's edge
+    first = {**layout["annotations"][0], "align": "left",
+             "text": f"contiguous, max length reserved<br>(cell = {per} slots)"}
+    return {"data": data, "layout": layout,
+            "narrow": {"height": 560, "legend": {"y": -0.12}, "margin": {"t": 44},
+                       "annotations": [first, layout["annotations"][1]]}}
 
 
 def _summary(params: dict, v: dict) -> str:

@@ -119,7 +119,9 @@ def test_result_has_summary_table_and_phone_layout(client):
     assert [t["name"] for t in data] == ["embedding", "Q", "K", "V", "O", "gate", "up", "down",
                                          "norms", "LM head"]
     assert {t["y"][0] for t in data} == {"embedding", "attention", "MLP", "norms", "LM head"}
-    assert sum(t["x"][0] for t in data) * 1e6 == pytest.approx(8_030_261_248)
+    # drawn in billions (its MLP bar is 5.6 B), as the axis says
+    assert body["figure"]["layout"]["xaxis"]["title"]["text"] == "parameters (billions)"
+    assert sum(t["x"][0] for t in data) * 1e9 == pytest.approx(8_030_261_248)
     assert body["figure"]["layout"]["barmode"] == "stack"
 
 
@@ -139,6 +141,24 @@ def test_tied_head_draws_nothing_and_says_so(client):
 def test_one_layer_reads_singular(client):
     body = post(client, preset="custom", n_layers=1, d_model=64, n_heads=1, n_kv=1, d_ff=16, vocab=256)
     assert "sit in its one block (" in body["summary"] and "blocks" not in body["summary"]
+
+
+@pytest.mark.parametrize("params, word", [
+    (dict(preset="custom", n_layers=1, d_model=64, n_heads=1, n_kv=1, d_ff=16, vocab=256),
+     "thousands"),
+    (dict(preset="smollm2-135m"), "millions"),
+    (dict(preset="custom", n_layers=128, d_model=16384, n_heads=128, n_kv=128, d_ff=65536,
+          vocab=262144), "billions"),
+])
+def test_the_axis_unit_keeps_the_longest_bar_under_a_thousand(client, params, word):
+    """The axis names one unit and its ticks are plain numbers: the longest bar, in that unit,
+    is from 1 to 1,000 (over it plotly writes its own suffix: "4k" millions)."""
+    fig = post(client, **params)["figure"]
+    assert fig["layout"]["xaxis"]["title"]["text"] == f"parameters ({word})"
+    rows: dict[str, float] = {}
+    for t in fig["data"]:
+        rows[t["y"][0]] = rows.get(t["y"][0], 0) + t["x"][0]
+    assert 1 <= max(rows.values()) < 1000
 
 
 def test_part_colours_are_the_diagrams(client):
