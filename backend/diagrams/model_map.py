@@ -16,6 +16,19 @@ from backend.reference.presets import get_preset
 from .svg import Canvas
 
 NAMES = {"book": "the book's trained model", "llama-3-8b": "Llama-3-8B"}
+# What a screen reader says each link opens (the caption says: click a part to read about it).
+CHAPTERS = {"model": "the whole-model chapter", "block": "the block chapter",
+            "self-attention": "the self-attention chapter", "masks": "the masks chapter",
+            "scaling": "the chapter on dividing by √d_k", "positions": "the positions chapter",
+            "heads": "the heads chapter", "kv-cache": "the KV-cache chapter"}
+
+
+class _Map(Canvas):
+    """A canvas whose links say the chapter they open: "causal mask: the masks chapter"."""
+
+    def open_link(self, href: str, name: str):
+        page = href.removeprefix("doc:chapters/").split("#")[0].removesuffix(".md")
+        super().open_link(href, f"{name}: {CHAPTERS[page]}")
 
 
 def config_for(preset: str) -> ModelConfig:
@@ -46,7 +59,7 @@ def draw(preset: str = "book") -> Canvas:
             f"back too. A final RMSNorm and the LM head ({_n(d)} → {_n(V)}{tied}) turn each "
             f"position's vector into {_n(V)} logits, and sampling picks the next token. Each part "
             f"links to the chapter that teaches it.")
-    c = Canvas(360, 688, title=f"Map of the decoder-only model: {name}", desc=desc, max_scale=1.1)
+    c = _Map(360, 688, title=f"Map of the decoder-only model: {name}", desc=desc, max_scale=1.1)
     cx, lw = 80, 140          # the left column: the model's main path
     left = cx - lw / 2
 
@@ -58,7 +71,7 @@ def draw(preset: str = "book") -> Canvas:
 
     # the L blocks: a dashed frame around one block, the residual stream down its left side
     top, bottom = 146, 440
-    c.open_link("doc:chapters/block.md", f"The block, repeated {L} times")
+    c.open_link("doc:chapters/block.md", f"the block, repeated {L} times")
     c.rect(4, top, 352, bottom - top, tone="plain", rx=10, dashed=True)
     c.text(cx + 8, top + 13, f"× {L} blocks", anchor="start", weight="bold")
     c.close_link()
@@ -67,10 +80,11 @@ def draw(preset: str = "book") -> Canvas:
     c.line(cx, 412, cx, bottom)
     right, rw = 180, 170
 
-    def sublayer(y_branch, y_norm, y_box, box_h, y_add):
+    def sublayer(y_branch, y_norm, y_box, box_h, y_add, before):
         c.line(cx, y_branch, right + rw / 2, y_branch)
         c.arrow(right + rw / 2, y_branch, right + rw / 2, y_norm)
-        c.box(right, y_norm, rw, 26, "RMSNorm", href="doc:chapters/block.md#from-layernorm-to-rmsnorm")
+        c.box(right, y_norm, rw, 26, "RMSNorm", href="doc:chapters/block.md#from-layernorm-to-rmsnorm",
+              link_name=f"RMSNorm before {before}")
         c.arrow(right + rw / 2, y_norm + 26, right + rw / 2, y_box)
         c.line(right, y_box + box_h / 2, right - 20, y_box + box_h / 2)
         c.line(right - 20, y_box + box_h / 2, right - 20, y_add)
@@ -79,9 +93,9 @@ def draw(preset: str = "book") -> Canvas:
         c.text(cx, y_add, "+", weight="bold")
 
     # attention, with its parts as links
-    sublayer(172, 180, 218, 118, 255)
+    sublayer(172, 180, 218, 118, 255, "attention")
     c.rect(right, 218, rw, 118, tone="query")
-    c.open_link("doc:chapters/self-attention.md", "Self-attention")
+    c.open_link("doc:chapters/self-attention.md", "causal self-attention")
     c.text(right + rw / 2, 232, "causal self-attention", weight="bold")
     c.close_link()
     chips = [("causal mask", "masks.md"), (f"÷ √{cfg.d_head}", "scaling.md"),
@@ -94,12 +108,13 @@ def draw(preset: str = "book") -> Canvas:
           size="small")
 
     # the MLP
-    sublayer(348, 354, 390, 30, 405)
+    sublayer(348, 354, 390, 30, 405, "the MLP")
     c.box(right, 390, rw, 30, "SwiGLU MLP", tone="good", href="doc:chapters/block.md#from-the-two-matrix-mlp-to-swiglu")
     c.text(right + rw / 2, 428, f"{_n(d)} → {_n(ff)} → {_n(d)}", size="small", mono=True)
 
     c.arrow(cx, bottom, cx, 458, label=f"T × {_n(d)}")
-    c.box(left, 458, lw, 28, "RMSNorm", href="doc:chapters/block.md#from-layernorm-to-rmsnorm")
+    c.box(left, 458, lw, 28, "RMSNorm", href="doc:chapters/block.md#from-layernorm-to-rmsnorm",
+          link_name="final RMSNorm")
     c.arrow(cx, 486, cx, 512)
     c.box(left, 512, lw, 42, "LM head", sub=f"{_n(d)} → {_n(V)}{tied}",
           href="doc:chapters/model.md#the-math")

@@ -108,7 +108,9 @@ def stylesheet() -> str:
         ".tw-diagram-svg .tw-d-dashed{stroke-dasharray:5 4}",
         ".tw-diagram-svg a.tw-d-link:hover .tw-d-box,.tw-diagram-svg a.tw-d-link:focus .tw-d-box"
         "{stroke-width:3}",
-        ".tw-diagram-svg a.tw-d-link:focus{outline:none}",
+        # a link's focus is a ring in the widgets' focus colour (runtime.css), whatever it holds
+        ".tw-diagram-svg a.tw-d-link:focus-visible{outline:3px solid var(--tw-focus,#1a4fd6);"
+        "outline-offset:2px}",
         ".tw-diagram-svg a.tw-d-link .tw-d-text{text-decoration:underline}",
         ".tw-diagram figcaption,.tw-widget-caption{font-size:.8rem;margin:.4em auto 0;"
         "max-width:40rem;text-align:center}",

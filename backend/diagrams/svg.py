@@ -60,6 +60,7 @@ class Canvas:
     max_scale: float = 1.6       # at most this many CSS px per unit on a wide screen
     parts: list[str] = field(default_factory=list)
     _links: int = 0
+    _open: bool = False
 
     def __post_init__(self):
         if not self.title.strip() or not self.desc.strip():
@@ -89,10 +90,11 @@ class Canvas:
                           f"{html.escape(str(s))}</text>")
 
     def box(self, x, y, w, h, label=None, tone="plain", sub=None, mono=False, rx=6,
-            dashed=False, href=None, size="normal"):
-        """A rounded box with a centred label and an optional second, smaller line."""
+            dashed=False, href=None, size="normal", link_name=None):
+        """A rounded box with a centred label and an optional second, smaller line; with `href`,
+        a link named `link_name` (default: the label)."""
         if href:
-            self.open_link(href, label or "")
+            self.open_link(href, link_name or label or "")
         self.rect(x, y, w, h, tone=tone, rx=rx, dashed=dashed)
         if label is not None and sub is not None:
             self.text(x + w / 2, y + h / 2 - 7, label, mono=mono)
@@ -135,18 +137,25 @@ class Canvas:
             self.text(mx + dx, my + dy, label, size="small", anchor=anchor, mono=True)
 
     def open_link(self, href: str, name: str):
-        """What is drawn until close_link() is a link (a box that opens its chapter).
+        """What is drawn until close_link() is a link (a box that opens its chapter), named
+        `name` (its `<title>`: the name a screen reader gives it, and its tooltip; say where it
+        leads).
 
         `href` may name a page of the book as `doc:chapters/block.md#anchor`; the build hook
         turns it into a link relative to the page the diagram is drawn on."""
+        if self._open:
+            raise ValueError("a link inside a link")
         self._links += 1
+        self._open = True
+        name = html.escape(name)
         # xlink:href, not href: Material's instant navigation re-assigns el.href on every [href]
         # element, which throws on an SVG <a> (its href is a read-only SVGAnimatedString)
         self.parts.append(f'<a xlink:href="{html.escape(href, quote=True)}" class="tw-d-link">'
-                          f"<title>{html.escape(name)}</title>")
+                          f"<title>{name}</title>")
 
     def close_link(self):
         self.parts.append("</a>")
+        self._open = False
 
     # ---------------------------------------------------------------- output
 
@@ -157,16 +166,42 @@ class Canvas:
         return tone
 
     def render(self, fig_id: str) -> str:
-        """The SVG element, its ids prefixed by `fig_id` (unique on the page)."""
+        """The SVG element, its ids prefixed by `fig_id` (unique on the page).
+
+        A picture is one image to a screen reader (`role="img"`, whose children it does not
+        see). A picture with links is a group instead, so that its links are there to reach:
+        the drawing between them is hidden from it (the description says it all)."""
         t, d = f"{fig_id}-title", f"{fig_id}-desc"
+        if self._open:
+            raise ValueError("a link was opened and not closed")
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
-                f'class="tw-diagram-svg" role="img" '
+                f'class="tw-diagram-svg" role="{"group" if self._links else "img"}" '
                 f'viewBox="0 0 {_num(self.width)} {_num(self.height)}" '
                 f'style="max-width:{_num(self.width * self.max_scale)}px" '
                 f'aria-labelledby="{t}" aria-describedby="{d}">'
                 f'<title id="{t}">{html.escape(self.title)}</title>'
                 f'<desc id="{d}">{html.escape(self.desc)}</desc>')
-        return head + "".join(self.parts) + "</svg>"
+        return head + self._body() + "</svg>"
+
+    def _body(self) -> str:
+        if not self._links:
+            return "".join(self.parts)
+        out, run, depth = [], [], 0
+        for part in self.parts:
+            if part.startswith("<a "):
+                depth += 1
+            if depth:
+                if run:
+                    out.append('<g aria-hidden="true">' + "".join(run) + "</g>")
+                    run = []
+                out.append(part)
+            else:
+                run.append(part)
+            if part == "</a>":
+                depth -= 1
+        if run:
+            out.append('<g aria-hidden="true">' + "".join(run) + "</g>")
+        return "".join(out)
 
     def texts(self) -> list[str]:
         """Every text drawn, in order (tests read a diagram's labels from here)."""

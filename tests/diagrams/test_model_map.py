@@ -52,6 +52,28 @@ def test_every_part_links_to_a_chapter_and_at_least_eight_chapters():
             "model"} <= pages
 
 
+def test_its_links_are_named_for_screen_readers_and_the_drawing_between_them_is_hidden():
+    """A `role="img"` picture hides its children, links included, from a screen reader: the
+    map is a group, each link named by the part and the chapter it opens, every drawn thing
+    outside a link in an aria-hidden group (the description tells it all)."""
+    svg = model_map.draw("llama-3-8b").render("fig-map")
+    assert 'role="group"' in svg and 'role="img"' not in svg
+    names = re.findall(r'<a [^>]*><title>([^<]+)</title>', svg)
+    assert len(names) == svg.count("<a ") == 15
+    assert "causal mask: the masks chapter" in names and len(set(names)) == len(names)
+    outside = re.sub(r"<a .*?</a>", "", re.sub(r"<title.*?</desc>", "", svg))
+    drawn = re.sub(r'<g aria-hidden="true">.*?</g>', "", outside)
+    assert not re.search(r"<(rect|text|line|path|circle|polygon)\b", drawn), drawn[:300]
+
+
+def test_a_diagram_without_links_is_one_image():
+    from backend.diagrams.svg import Canvas
+
+    c = Canvas(100, 100, title="t", desc="d")
+    c.box(0, 0, 50, 50, "x")
+    assert 'role="img"' in c.render("fig-x") and "aria-hidden" not in c.render("fig-x")
+
+
 def test_an_unknown_preset_is_refused():
     with pytest.raises(ValueError, match="unknown preset"):
         model_map.draw("gpt-9")
