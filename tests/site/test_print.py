@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def nav_pages() -> list[tuple[str, str]]:
-    """(nav title, page URL) of every page of mkdocs.yml's nav, in its order."""
+    """(nav title, page URL) of every page of mkdocs.yml's nav, in its order (not the nav's
+    link to the print edition itself)."""
     out: list[tuple[str, str]] = []
 
     def walk(items):
@@ -30,7 +31,7 @@ def nav_pages() -> list[tuple[str, str]]:
             for title, value in item.items():
                 if isinstance(value, list):
                     walk(value)
-                else:
+                elif value != "print/":
                     url = re.sub(r"(index)?\.(md|ipynb)$", "", value)
                     out.append((title, url + "/" if url and not url.endswith("/") else url))
     walk(yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"])
@@ -137,6 +138,73 @@ def test_every_figure_is_drawn(print_page):
     assert print_page.evaluate("document.querySelectorAll('.katex-error').length") == 0
 
 
+@pytest.fixture(scope="module")
+def browser_pdf(print_page):
+    """The print edition as a browser's own print makes it (Ctrl+P, the page's @page size and
+    margins, no header or footer of the browser's): its pages. Taken before test_the_pdf,
+    which fills the contents' numbers in."""
+    from pypdf import PdfReader
+
+    pdf = print_page.pdf(prefer_css_page_size=True, print_background=True)
+    return PdfReader(io.BytesIO(pdf)).pages
+
+
+@pytest.fixture(scope="module")
+def browser_print(browser_pdf):
+    """Each page's text, of that print."""
+    return [p.extract_text() for p in browser_pdf]
+
+
+def text_heights(pdf_page) -> list[tuple[str, float]]:
+    """Each piece of text on a PDF page and its height on the page (points from the bottom),
+    the footer's page number left out (it sits in the 18 mm bottom margin: under 51 pt)."""
+    out: list[tuple[str, float]] = []
+
+    def visit(text, cm, tm, *_):
+        y = cm[1] * tm[4] + cm[3] * tm[5] + cm[5]
+        if text.strip() and y > 18 / 25.4 * 72:
+            out.append((text.strip(), y))
+    pdf_page.extract_text(visitor_text=visit)
+    return out
+
+
+def test_the_browsers_own_print_numbers_its_pages(browser_print):
+    """Page numbers come from print.css's @page margin box, which Chromium draws (131 and
+    later), not only from `make pdf`. The contents' page numbers cannot: Chromium draws no
+    target-counter() (it parses, and the whole `content` is then dropped), so there the list
+    says that it has none, instead of showing an empty column (the review's H3)."""
+    n = len(browser_print)
+    for i, text in enumerate(browser_print, start=1):
+        assert f"{i} / {n}" in text.splitlines(), (i, text[-200:])
+    contents = norm("".join(browser_print[:5]))
+    assert norm("this list gives no page numbers") in contents
+
+
+def test_no_near_empty_page_around_the_sources_notes(browser_print, browser_pdf, book):
+    """Each chapter's "Notes on the sources" breaks between its table's rows: its heading
+    shares a page with the table's first row, and when it opens a page, the page before is at
+    least half full. Before, the notes were kept whole (Material's details, print.css's
+    tables): the heading was left alone on a page (p. 62 of this book's print held nothing
+    else), or the whole block went to the next page, leaving the one before it up to nine
+    tenths empty (the review's pp. 59/60 and 89)."""
+    heading = "Notes on the sources (for instructors)"
+    notes = [d for d in book.find_all("details")
+             if d.summary and d.summary.get_text(strip=True) == heading]
+    assert len(notes) >= 15
+    pages = [norm(text) for text in browser_print]
+    at = [i for i, text in enumerate(pages) for _ in range(text.count(norm(heading)))]
+    assert len(at) == len(notes)
+    for i, note in zip(at, notes):
+        # the table's first cell, or the note's first paragraph where it has no table
+        first = norm((note.find("td") or note.find(["p", "li"])).get_text())[:12]
+        assert first in pages[i], (i + 1, first)
+        here = text_heights(browser_pdf[i])
+        if max(y for t, y in here if t.startswith("Notes on the sources")) >= max(y for _, y in here) - 1:
+            # it opens page i + 1: page i is filled at least down to its middle
+            lowest = min(y for _, y in text_heights(browser_pdf[i - 1]))
+            assert lowest < browser_pdf[i - 1].mediabox.height / 2, (i, lowest)
+
+
 def test_the_pdf(print_page, printer, book, sources):
     from pypdf import PdfReader
 
@@ -153,8 +221,9 @@ def test_the_pdf(print_page, printer, book, sources):
         assert norm(title) + str(number) in contents, (title, number)
         # ... and that page starts the chapter: its title is there.
         assert norm(h1(sources[url])) in pages[number - 1], (title, number)
-    # Page numbers in the footer: "n / N" on every page.
-    assert all(page.endswith(f"{i}/{len(pages)}") for i, page in enumerate(pages, start=1))
+    # Page numbers in the footer (print.css's @page): "n / N" on every page, a line of its own.
+    for i, text in enumerate(texts, start=1):
+        assert f"{i} / {len(pages)}" in text.splitlines(), (i, text[-200:])
     # Every widget's figure number and title are printed.
     text = "".join(pages)
     for caption in book.select("figure.tw-print-figure figcaption"):

@@ -50,6 +50,21 @@ _NAV: list[tuple[Page, str, str | None]] = []  # (page, nav title, the nav secti
 
 # ------------------------------------------------------------------------- MkDocs events
 
+class _NavLink(logging.Filter):
+    """The nav links to this page (mkdocs.yml), which is written after the build, so MkDocs
+    finds no docs page there and warns (a failure under --strict): that one warning goes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return f"A reference to '{PRINT_URL}' is included in the 'nav'" not in record.getMessage()
+
+
+def on_config(config):
+    nav_log = logging.getLogger("mkdocs.structure.nav")
+    if not any(isinstance(f, _NavLink) for f in nav_log.filters):
+        nav_log.addFilter(_NavLink())
+    return config
+
+
 def on_nav(nav: Navigation, config, files) -> Navigation:
     """Remember the pages in the nav's order, each with its nav title (taken now: a notebook's
     page title later becomes its first heading) and the section it opens (its "part")."""
@@ -59,6 +74,8 @@ def on_nav(nav: Navigation, config, files) -> Navigation:
         section = page.parent.title if isinstance(page.parent, Section) else None
         _NAV.append((page, page.title, section if section != current else None))
         current = section
+    # each page's link to its own place in this edition (widgets/theme/main.html)
+    config.extra["tw_print_anchors"] = {page.url: slug(page.url) for page in nav.pages}
     return nav
 
 
@@ -135,6 +152,8 @@ lets you move it (<a href="../">the book's first page</a>).</p>
 </header>
 <nav class="tw-print-toc md-typeset" aria-labelledby="tw-print-contents">
 <h2 id="tw-print-contents">Contents</h2>
+<p class="tw-print-toc-note">Printed from a browser, this list gives no page numbers (a browser
+cannot number the page a link leads to); every page's number is at its foot.</p>
 <ol>{"".join(toc)}</ol>
 </nav>
 {"".join(articles)}
@@ -194,8 +213,8 @@ def in_book(url: str, page_url: str, known: dict[str, str]) -> str | None:
 def rewrite(body: str, page_url: str, name: str, known: dict[str, str]) -> str:
     """One page's article, made part of the print page (see the module's docstring)."""
     soup = BeautifulSoup(body, "html.parser")
-    for node in soup.select("p.tw-jump, p.tw-download, clipboard-copy, .clipboard-copy-txt, "
-                            "a.headerlink, a.anchor-link, .md-clipboard"):
+    for node in soup.select("p.tw-jump, p.tw-download, p.tw-print-link, clipboard-copy, "
+                            ".clipboard-copy-txt, a.headerlink, a.anchor-link, .md-clipboard"):
         node.decompose()
     for widget in soup.select("div.tw-widget[data-widget]"):
         widget.replace_with(static_widget(soup, widget))

@@ -1,6 +1,6 @@
 """`make pdf`: the print edition (`site/print/`, built by widgets/build/print_edition.py) printed to a
-PDF with the system Chromium, with page numbers in the footer and the page each chapter starts
-on in the table of contents.
+PDF with the system Chromium, with page numbers in the footer (print.css's @page, as a browser's
+own print has them) and the page each chapter starts on in the table of contents.
 
     .venv/bin/python widgets/build/print_pdf.py [--site site] [--out site/book.pdf]
 
@@ -26,9 +26,6 @@ CHROMIUM = os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-sync",
                  "--disable-quic"]
-FOOTER = ('<div style="width:100%;font-size:8px;color:#57606a;text-align:center;'
-          'font-family:sans-serif"><span class="pageNumber"></span> / '
-          '<span class="totalPages"></span></div>')
 MARGIN = {"top": "16mm", "right": "16mm", "bottom": "18mm", "left": "16mm"}  # as print.css
 READY_MS = 180_000  # drawing every figure of the book on a busy 2-core machine
 
@@ -68,14 +65,15 @@ def open_print_page(browser, site: Path):
 def print_book(page) -> tuple[bytes, dict[str, int]]:
     """The PDF, its contents' numbers filled in from a print of itself."""
     chapters = page.eval_on_selector_all(".tw-print-chapter", "els => els.map(e => e.id)")
+    # the contents' note that a browser's print has no numbers there: this one has
+    page.evaluate("document.querySelectorAll('.tw-print-toc-note').forEach(n => n.remove())")
     numbers: dict[str, int] = {}
     for _ in range(4):
         page.evaluate("""numbers => document.querySelectorAll('.tw-print-pageno').forEach(
                              n => { n.textContent = numbers[n.dataset.chapter] || ''; })""",
                       numbers)
         pdf = page.pdf(format="A4", margin=MARGIN, print_background=True, outline=True,
-                       tagged=True, display_header_footer=True, header_template="<span></span>",
-                       footer_template=FOOTER)
+                       tagged=True)
         found = chapter_pages(pdf, chapters)
         if found == numbers:
             return pdf, numbers
