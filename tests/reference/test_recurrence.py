@@ -79,14 +79,21 @@ def test_the_handouts_two_printed_products():
 
 def test_time_both_keeps_the_fastest_of_interleaved_runs(monkeypatch):
     calls = []
-    monkeypatch.setattr(r, "one_after_another", lambda *a: calls.append("seq"))
+    step = r.rnn_step
+    monkeypatch.setattr(r, "rnn_step", lambda *a: calls.append("seq") or step(*a))
     monkeypatch.setattr(r, "all_at_once", lambda *a: calls.append("par"))
     g = torch.Generator().manual_seed(0)
     timing = r.time_both(*r.random_problem(4, 8, g), repeats=3, warmup=2)
-    assert calls == ["seq", "par"] * 5  # alternating, warm-up runs included but not kept
-    assert len(timing.sequential_ms) == len(timing.parallel_ms) == 3
+    # alternating whole runs (the loop's 4 steps, then the product), warm-up runs included but
+    # not kept
+    assert calls == (["seq"] * 4 + ["par"]) * 5
+    assert len(timing.sequential_ms) == len(timing.parallel_ms) == len(timing.stretches_ms) == 3
     t = r.Timing((3.0, 1.0, 2.0), (0.5, 0.25, 4.0))
     assert (t.ms_sequential, t.ms_parallel, t.speedup) == (1.0, 0.25, 4.0)
+    # with stretches, each stretch's fastest run, summed: a pre-emption in one run's stretch
+    # costs nothing when another run passed that stretch undisturbed
+    t = r.Timing((9.0, 9.0), (1.0, 1.0), ((1.0, 8.0), (8.0, 1.0)))
+    assert t.ms_sequential == 2.0
 
 
 def test_random_problem_shapes_and_scale():
