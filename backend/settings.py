@@ -220,9 +220,11 @@ TABLE: tuple[Var, ...] = (
         "offline with eager attention. The only way a checkpoint is chosen: no request names "
         "a file", _folder, "a folder that exists"),
     Var("BOOK_TIMING_LOCK", "path", os.path.join(tempfile.gettempdir(), "book-timing.lock"),
-        "`$TMPDIR/book-timing.lock`", "lock file that serialises measured widgets' timings "
-        "across all workers on the host (a request waits up to 10 s, then 503)", _lock_file,
-        "its folder exists"),
+        "`$TMPDIR/book-timing.lock`", "lock file (or folder) that serialises measured "
+        "widgets' timings across all workers; replicas that mount one host folder and name it "
+        "here time one at a time on the host (compose and the cluster do). A request waits up "
+        "to 10 s, then 503; a lock that cannot be opened keeps only each worker's own timings "
+        "apart (logged)", _lock_file, "its folder exists"),
     Var("BOOK_TRUSTED_PROXIES", "integer", 0, "`0`", "how many reverse proxies' "
         "`X-Forwarded-For` to trust for the client address (compose/k8s set 1)", _int(0, 8),
         "0 to 8", "TRUSTED_PROXIES"),

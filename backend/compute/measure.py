@@ -1,21 +1,25 @@
 """What every measured widget shares: one timing at a time on the whole host, on a stated device.
 
 Timings are real measurements, so two readers' timings must never share the machine. An
-exclusive `flock` on one lock file serialises the *timings* (and only them) across threads and
-across gunicorn worker processes; a request that cannot get the lock within
-`LOCK_WAIT_SECONDS` gets the app's busy error (503, with Retry-After). Other widgets'
-computations and other programs on the host are not held back by it, so a timing can still be
-disturbed: report each version's fastest run (load only adds time) and check with `settled`
-that the fastest run is a repeatable floor, re-measuring when it is not. On a CPU a timing runs
-on one intra-op thread (`torch.set_num_threads` is process-wide, so this also slows anything
-else the same worker runs meanwhile), so a result depends on the shape of the work, not on how
-many cores happen to be free.
+exclusive `flock` on one lock file (`BOOK_TIMING_LOCK`) serialises the *timings* (and only them)
+across threads, across gunicorn worker processes, and across containers that mount the same host
+folder (the lecture hall's replicas, the cluster's pods on one node: review L6); a request that
+cannot get the lock within `LOCK_WAIT_SECONDS` gets the app's busy error (503, with
+Retry-After). Where the lock file cannot be opened at all, timings fall back to a lock of this
+process only (logged once). Other widgets' computations and other programs on the host are not
+held back by it, so a timing can still be disturbed: report each version's fastest run (load
+only adds time) and check with `settled` that the fastest run is a repeatable floor,
+re-measuring when it is not. On a CPU a timing runs on one intra-op thread
+(`torch.set_num_threads` is process-wide, so this also slows anything else the same worker runs
+meanwhile), so a result depends on the shape of the work, not on how many cores happen to be
+free.
 """
 
 from __future__ import annotations
 
 import fcntl
 import functools
+import logging
 import math
 import os
 import statistics
@@ -28,8 +32,39 @@ import torch
 from backend import device, settings
 from backend.errors import Busy
 
+log = logging.getLogger(__name__)
+
 LOCK_WAIT_SECONDS = 10.0
 LOCK_PATH: str | None = None  # a test's own lock file; None: the setting BOOK_TIMING_LOCK
+
+
+def _busy() -> Busy:
+    return Busy("the server is busy timing another reader's request; try again in a moment",
+                retry_after=2, reason="timing_lock")
+
+
+def _open_lock(path: str) -> int | None:
+    """A descriptor to `flock`, or None where the path cannot be opened. A file is created if
+    missing; where the folder is not writable (a host folder the container may only read, as
+    the cluster mounts it) an existing file, or the folder itself, is opened read-only: `flock`
+    needs no write access, and every process that opens the same inode shares its lock."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except IsADirectoryError:
+        pass
+    except OSError:
+        if not os.path.exists(path):
+            return None
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+# The fallback where the lock file cannot be opened: it keeps this worker's own timings apart
+# (its threads), not other workers'. One warning per path, not one per timing.
+_PROCESS_LOCK = threading.Lock()
+_WARNED: set[str] = set()
 
 
 @contextmanager
@@ -37,10 +72,22 @@ def timing_lock(wait: float | None = None, path: str | None = None):
     """Hold the host-wide timing lock, or raise the app's busy error after `wait` seconds.
 
     `flock` locks belong to an open file, so separate opens exclude each other whether they
-    come from two threads of one worker or from two workers."""
+    come from two threads of one worker, two workers, or two containers mounting the folder."""
     wait = LOCK_WAIT_SECONDS if wait is None else wait
     path = path or LOCK_PATH or settings.get("BOOK_TIMING_LOCK")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fd = _open_lock(path)
+    if fd is None:
+        if path not in _WARNED:
+            _WARNED.add(path)
+            log.warning("timing lock %s cannot be opened: timings are kept apart within this "
+                        "process only, so other workers' may overlap them", path)
+        if not _PROCESS_LOCK.acquire(timeout=wait):
+            raise _busy()
+        try:
+            yield
+        finally:
+            _PROCESS_LOCK.release()
+        return
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -49,8 +96,7 @@ def timing_lock(wait: float | None = None, path: str | None = None):
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise Busy("the server is busy timing another reader's request; try "
-                               "again in a moment", retry_after=2, reason="timing_lock") from None
+                    raise _busy() from None
                 time.sleep(0.005)
         try:
             yield
