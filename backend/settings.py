@@ -132,6 +132,16 @@ def _api_url(text: str) -> str:
     return text.rstrip("/")
 
 
+def _report_link(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme == "mailto" and "@" in parts.path:
+        return text
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ValueError("must be an http(s) URL such as https://github.com/you/book/issues, "
+                         "or a mailto: address")
+    return text
+
+
 def _folder(text: str) -> str:
     if not Path(text).is_dir():
         raise ValueError("is not a folder that exists")
@@ -215,6 +225,9 @@ TABLE: tuple[Var, ...] = (
     Var("BOOK_API_URL", "URL", "", "empty (`/api`, same origin)", "public API base the built "
         "pages call (read at build time by the hook, and at run time for the CSP's "
         "connect-src)", _api_url, "an http(s) URL or a path", "API_URL"),
+    Var("BOOK_ERRATA_URL", "URL", "", "empty (the book's errata page)", "where every page's "
+        "footer link 'Report a mistake' points: a course's issue tracker or an address (read at "
+        "build time)", _report_link, "an http(s) URL or a mailto: address"),
     Var("BOOK_HF_CHECKPOINT", "path", "", "unset", "a local Hugging Face checkpoint folder "
         "(GPT-2, a Llama, …) offered as model `local` in the attention-map widget; loaded "
         "offline with eager attention. The only way a checkpoint is chosen: no request names "

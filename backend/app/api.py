@@ -13,7 +13,7 @@ from flask import Blueprint, abort, current_app, jsonify, request, send_file, ur
 from backend import device
 from backend.app import fair_queue, metrics, notebook, openapi, query, result_cache
 from backend.app.demand import WARMING
-from backend.app.release import release
+from backend.app.release import code_release, release
 from backend.compute import REGISTRY
 from backend.compute.serialize import finite
 from backend.compute.spec import ParamError
@@ -29,7 +29,8 @@ SPEC_MAX_AGE = 300
 
 @bp.get("/health")
 def health():
-    # `device` stays the one-line label; `accelerator` and `limits` are for operators and probes:
+    # `release`: the code's release, which every page of the book built from this code names in
+    # its footer. `device` stays the one-line label; `accelerator` and `limits` are for operators and probes:
     # the limits this device sets, as each widget that has one declares it (`device_limits()`).
     # `warming`: this worker is still warming its widgets in the background (it answers
     # meanwhile, a first computation a little slower); a readiness probe may wait for false.
@@ -37,7 +38,8 @@ def health():
     # widgets' queue stands in front of the widgets' one); /metrics adds up every worker's.
     widget_limits = {name: m.device_limits() for name, m in REGISTRY.items()
                      if callable(getattr(m, "device_limits", None))}
-    return {"status": "ok", "device": device.describe(), "torch": torch.__version__,
+    return {"status": "ok", "release": code_release(), "device": device.describe(),
+            "torch": torch.__version__,
             "warming": WARMING.is_set(), "accelerator": device.facts(),
             "limits": widget_limits, "queue": fair_queue.get().depth()}
 

@@ -61,7 +61,11 @@ def document(registry: dict) -> dict:
         "/api/health": {"get": {"summary": "Liveness and the compute device", "responses": {
             "200": {"description": "ok", "content": {"application/json": {"schema": {
                 "type": "object", "properties": {
-                    "status": {"type": "string"}, "device": {"type": "string"},
+                    "status": {"type": "string"},
+                    "release": {"type": "string", "description": (
+                        "the code's release (12 hex digits), the one the footer of every page "
+                        "built from the same code names")},
+                    "device": {"type": "string"},
                     "torch": {"type": "string"},
                     "warming": {"type": "boolean", "description": (
                         "this worker is still warming its widgets in the background: it "

@@ -18,11 +18,12 @@ PACKAGES = ("torch", "numpy", "transformers", "tokenizers", "plotly")
 
 
 @functools.cache
-def release() -> str:
-    """A digest of every file under `backend` (code, weights, corpora; compiled bytecode left
-    out), the versions of the packages that compute, the cache's format version and the device.
-    Read once per process."""
-    digest = hashlib.sha256(f"{CACHE_VERSION}|{device.describe()}".encode())
+def code_release() -> str:
+    """What the book's pages name as their release, and `/api/health` too: a digest of every file
+    under `backend` (code, weights, corpora; compiled bytecode left out), the versions of the
+    packages that compute and the cache's format version. No device: the pages are built once and
+    served by hosts with or without a GPU. Read once per process."""
+    digest = hashlib.sha256(CACHE_VERSION.encode())
     for name in PACKAGES:
         try:
             digest.update(f"|{name}={metadata.version(name)}".encode())
@@ -33,3 +34,10 @@ def release() -> str:
             digest.update(b"\0" + path.relative_to(BACKEND).as_posix().encode() + b"\0")
             digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
+
+
+@functools.cache
+def release() -> str:
+    """The code's release on this device: what an answer depends on, so the result cache's keys
+    and the ETag name it (a timing measured on one card is not another's)."""
+    return hashlib.sha256(f"{code_release()}|{device.describe()}".encode()).hexdigest()[:12]

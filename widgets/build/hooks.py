@@ -5,6 +5,8 @@ also imported by another (the widget blocks call the figures' macros) would run 
 copies with two sets of state. So MkDocs loads only this file, which imports each build module
 once, as a package module, and runs their events in this order:
 
+- `edition`: the edition, release and errata link every page's footer names;
+- `references`: the reference list checked against the pages' citations (`cite()` macros);
 - `glossary`: the first mention of a glossary term links to its entry;
 - `figures`: diagram fences, figure numbers, the appendices gathered from the chapters;
 - `assets`: the vendored libraries, the runtime and the print edition's files, under
@@ -22,9 +24,17 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from widgets.build import assets, figures, glossary, print_edition, widget_blocks  # noqa: E402
+from widgets.build import (  # noqa: E402
+    assets,
+    edition,
+    figures,
+    glossary,
+    print_edition,
+    references,
+    widget_blocks,
+)
 
-MODULES = (glossary, figures, assets, print_edition, widget_blocks)
+MODULES = (edition, references, glossary, figures, assets, print_edition, widget_blocks)
 
 
 def _handlers(event: str) -> list:
