@@ -209,7 +209,7 @@ def _figure(d, d_ff, kind, v, split) -> dict:
         annotations=[
             {"text": f"d = {d:,}", "showarrow": False, "x": 0.3, "y": 1.08, "xref": "paper",
              "yref": "paper", "xanchor": "center"},
-            {"text": f"MLP = {v['mlp_share']:.0%} of the block", "showarrow": False, "x": 0.86,
+            {"text": f"MLP = {v['mlp_share']:.1%} of the block", "showarrow": False, "x": 0.86,
              "y": 1.08, "xref": "paper", "yref": "paper", "xanchor": "center"},
         ],
         # a segment label that does not fit its bar unrotated is hidden (its hover stays)

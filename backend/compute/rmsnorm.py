@@ -179,8 +179,11 @@ def _summary(name, upcast, v) -> str:
             f"after LayerNorm, mean {v['layernorm_mean_after']:.3f} and RMS {v['layernorm_rms_after']:.3f}. "
             f"In {name} the largest error against float64 is {v['error_upcast']:.3g} with the upcast and "
             f"{v['error_no_upcast']:.3g} without it; rounding the exact answer alone costs {v['error_floor']:.3g}. "
-            f"A running sum held in {name} gives a mean square of {v['mean_square_running_text']} "
-            f"(exact: {v['mean_square_exact']:.4g}).")
+            + (f"A running sum of the squares held in {name} overflows to infinity; the exact "
+               f"mean square is {v['mean_square_exact']:.4g}."
+               if v["mean_square_running_overflowed"] else
+               f"A running sum of the squares held in {name} gives a mean square of "
+               f"{v['mean_square_running_text']} (exact: {v['mean_square_exact']:.4g})."))
 
 
 def _table(name, v) -> dict:

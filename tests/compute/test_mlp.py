@@ -83,3 +83,11 @@ def test_phone_layout_keeps_the_share_label_off_the_legend_and_segment_labels_un
     assert segments and all(t["textangle"] == 0 for t in segments)
     assert fig["layout"]["uniformtext"] == {"minsize": 9, "mode": "hide"}
     assert all("hovertemplate" in t for t in segments)
+
+
+def test_the_figures_share_label_agrees_with_the_value(client):
+    """At d = 128, d_ff = 65,536 the label said 100% over a value of 99.7%."""
+    body = poster(URL)(client, d_model=128, d_ff=65536, n_kv_heads=1)
+    label = [a["text"] for a in body["figure"]["layout"]["annotations"] if a["text"].startswith("MLP = ")]
+    assert label == [f"MLP = {body['values']['mlp_share']:.1%} of the block"]
+    assert label != ["MLP = 100.0% of the block"]

@@ -66,3 +66,11 @@ def test_float16_overflow_through_the_api_is_valid_json(client):
     assert "overflows" in v["mean_square_running_text"]
     v = values(client)
     assert v["mean_square_running"] == pytest.approx(float(v["mean_square_running_text"]), rel=1e-3)
+
+
+def test_the_summary_says_an_overflowed_running_sum_in_a_sentence(client):
+    """It read 'gives a mean square of overflows to infinity in float16 (exact: …)'."""
+    body = poster(URL)(client, dtype="float16", upcast=False, offset=252)
+    assert body["values"]["mean_square_running_overflowed"]
+    assert "held in float16 overflows to infinity; the exact mean square is 6.35e+04." in body["summary"]
+    assert "mean square of overflows" not in body["summary"]
