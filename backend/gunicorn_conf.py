@@ -13,13 +13,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # gunicorn -c from any folder
 from backend import settings  # noqa: E402
-from backend.host import available_cpus, limit_malloc_arenas  # noqa: E402
+from backend.host import available_cpus, limit_malloc_arenas, torch_threads  # noqa: E402
 
 # Every variable is checked here, in the master, before a worker forks: a bad one stops
 # gunicorn at once with a message naming it.
 SETTINGS = settings.load()
 
-cpus = available_cpus()  # a container's CPU quota, not the host's cores
+# The CPUs torch's threads are planned for: the container's quota, not the host's cores, or
+# fewer where BOOK_CPUS says so (a pod's CPU request); never more than the quota allows.
+cpus = min(SETTINGS["BOOK_CPUS"], available_cpus())
 limit_malloc_arenas(2)  # 64 threads a worker would otherwise spread freed memory over many arenas
 bind = f"{SETTINGS['HOST']}:{SETTINGS['PORT']}"
 workers = SETTINGS["WEB_CONCURRENCY"]
@@ -93,7 +95,7 @@ def on_starting(server):
 def post_fork(server, worker):
     import torch
 
-    torch.set_num_threads(max(1, cpus // workers))
+    torch.set_num_threads(torch_threads(cpus, workers))  # a share of the quota each
     # Warm the widgets in the background, so the worker answers at once (health checks, pages,
     # cached answers) and a reader's first slider move rarely pays for a cold start: light
     # widgets first (caches, kernels), then the heavy ones that load whole models (seconds).

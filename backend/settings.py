@@ -154,6 +154,12 @@ def _lock_file(text: str) -> str:
     return text
 
 
+def _default_cpus() -> int:
+    from backend.host import available_cpus
+
+    return available_cpus()
+
+
 def _default_workers() -> int:
     from backend.host import available_cpus  # the container's CPU quota, not the host's cores
 
@@ -181,6 +187,11 @@ TABLE: tuple[Var, ...] = (
         "0 to 65535"),
     Var("WEB_CONCURRENCY", "integer", _default_workers, "2–4 by CPU count",
         "gunicorn worker processes", _int(1, 64), "1 to 64"),
+    Var("BOOK_CPUS", "integer", _default_cpus, "the container's CPU quota, else its cores",
+        "CPUs the server plans for: each worker's torch computes on `BOOK_CPUS ÷ "
+        "WEB_CONCURRENCY` threads (at least 1). A quota (cgroup `cpu.max`, or v1's "
+        "`cpu.cfs_quota_us`) is read by itself; set this where the share is smaller than the "
+        "quota (the cluster manifests pass the pod's CPU request)", _int(1, 1024), "1 to 1024"),
     Var("BOOK_THREADS", "integer", 64, "`64`", "threads per worker: enough that computations "
         "waiting their turn (in the fair queue, not in gunicorn's) leave threads for health "
         "checks, pages and cached answers", _int(1, 256), "1 to 256"),

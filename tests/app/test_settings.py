@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The variable names deployments set (compose, Kubernetes, the README): the table must hold exactly
 # these, so renaming or dropping one is a deliberate change here as well.
-AGREED = {"HOST", "PORT", "WEB_CONCURRENCY", "BOOK_THREADS", "BOOK_ACCESS_LOG", "BOOK_DEVICE",
+AGREED = {"HOST", "PORT", "WEB_CONCURRENCY", "BOOK_CPUS", "BOOK_THREADS", "BOOK_ACCESS_LOG", "BOOK_DEVICE",
           "BOOK_SITE_DIR", "BOOK_MAX_BODY_BYTES", "BOOK_MAX_CONCURRENT",
           "BOOK_COMPUTE_WAIT_SECONDS", "BOOK_HEAVY_WAIT_SECONDS", "BOOK_RATE_LIMIT",
           "BOOK_CACHE_URL", "BOOK_CACHE_PASSWORD", "BOOK_CACHE_TTL_SECONDS", "BOOK_CORS_ORIGINS", "BOOK_API_URL",

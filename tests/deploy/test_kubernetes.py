@@ -185,9 +185,8 @@ def _secret_ref(env: list[dict], name: str) -> dict:
 def test_redis_requires_a_password_from_a_secret_the_book_is_given():
     objs = base_objects()
     redis = find(objs, "Deployment", "redis")["spec"]["template"]["spec"]["containers"][0]
-    args = redis["args"]
-    assert args[args.index("--requirepass") + 1] == "$(REDIS_PASSWORD)"  # expanded by the kubelet
-    assert "--protected-mode" not in args
+    assert "args" not in redis and redis["command"][:2] == ["sh", "-c"]
+    assert "--protected-mode" not in redis["command"][-1]
     secret = _secret_ref(redis["env"], "REDIS_PASSWORD")
     assert _secret_ref(redis["env"], "REDISCLI_AUTH") == secret  # the readiness probe's redis-cli
     for container in (book_container(objs), book_container(gpu_objects())):
@@ -207,3 +206,73 @@ def test_only_the_books_pods_reach_redis():
     assert source["podSelector"]["matchLabels"].items() <= book_labels.items()
     assert not source["podSelector"]["matchLabels"].items() <= redis_labels.items()
     assert rule["ports"] == [{"protocol": "TCP", "port": 6379}]
+
+
+def test_no_secret_is_on_a_command_line(tmp_path):
+    """The kubelet expands `$(VAR)` in a container's command and args, which would put the
+    password where `ps` on the node shows it. Redis reads it on its standard input instead (run
+    here by /bin/sh with a stand-in redis-server, as tests/deploy/test_compose_config.py does)."""
+    from tests.deploy.test_compose_config import run_redis_script
+
+    secrets = {e["name"] for o in base_objects() if o["kind"] == "Deployment"
+               for c in o["spec"]["template"]["spec"]["containers"] for e in c.get("env", [])
+               if "secretKeyRef" in e.get("valueFrom", {})}
+    assert secrets == {"REDIS_PASSWORD", "REDISCLI_AUTH", "BOOK_CACHE_PASSWORD"}
+    for obj in base_objects():
+        if obj["kind"] == "Deployment":
+            for c in obj["spec"]["template"]["spec"]["containers"]:
+                argv = yaml.safe_dump([c.get("command"), c.get("args")])
+                assert not any(f"$({name})" in argv for name in secrets), c["name"]
+    redis = find(base_objects(), "Deployment", "redis")["spec"]["template"]["spec"]["containers"][0]
+    code, _, argv, stdin = run_redis_script(redis["command"][-1], tmp_path, "0123abcdef")
+    assert code == 0 and argv.splitlines()[0] == "-" and "0123abcdef" not in argv
+    assert 'requirepass "0123abcdef"' in stdin
+    assert "--maxmemory\n256mb" in argv
+
+
+def test_a_pod_given_one_core_plans_for_one():
+    """The pod has a CPU quota (a limit), and the workers plan their torch threads for its CPU
+    request, passed as BOOK_CPUS: one core requested on a 64-core node is one thread per worker
+    (backend/host.py divides; tests/app/test_host_cpus.py reads fake cgroups)."""
+    from backend import host
+
+    for objs in (base_objects(), gpu_objects()):
+        container = book_container(objs)
+        resources = container["resources"]
+        assert "cpu" in resources["limits"]
+        (cpus,) = [e for e in container["env"] if e["name"] == "BOOK_CPUS"]
+        ref = cpus["valueFrom"]["resourceFieldRef"]
+        assert ref["resource"] == "requests.cpu" and ref["containerName"] == container["name"]
+        assert str(ref["divisor"]) == "1"  # whole cores, rounded up by the kubelet
+        request = float(str(resources["requests"]["cpu"]).rstrip("m")) / (
+            1000 if str(resources["requests"]["cpu"]).endswith("m") else 1)
+        assert request <= float(resources["limits"]["cpu"])
+    config = find(base_objects(), "ConfigMap", "book-env")["data"]
+    request = book_container(base_objects())["resources"]["requests"]["cpu"]
+    assert host.torch_threads(int(request), int(config["WEB_CONCURRENCY"])) == 1
+
+
+def test_a_terminating_pod_waits_for_its_endpoints_to_go():
+    """preStop: the pod keeps serving a few seconds after it is marked terminating, while the
+    endpoints and the nodes' proxies drop it; the wait and gunicorn's graceful stop fit in the
+    grace period."""
+    import backend.gunicorn_conf as conf
+
+    pod = find(base_objects(), "Deployment", "book")["spec"]["template"]["spec"]
+    pre_stop = book_container(base_objects())["lifecycle"]["preStop"]
+    command = pre_stop["exec"]["command"]
+    assert command[0] == "sleep"
+    assert 3 <= int(command[1]) and int(command[1]) + conf.graceful_timeout < pod["terminationGracePeriodSeconds"]
+
+
+def test_the_image_tag_is_fixed():
+    """Not `latest`: with IfNotPresent a node keeps whichever `latest` it pulled first. The
+    tag is the project's version, the GPU overlay's the same version's CUDA build."""
+    import tomllib
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    for folder, tag in (("base", version), ("gpu", f"{version}-gpu")):
+        (image,) = kustomization(K8S / folder)["images"]
+        assert image["name"] == "transformer-book"
+        assert str(image["newTag"]) == tag
+        assert image["newTag"] not in ("latest", "", "gpu")
