@@ -45,6 +45,61 @@ def test_the_client_address_honours_trusted_proxies(tmp_path):
     assert codes(0) == [200, 200, 429, 429]   # X-Forwarded-For is not trusted by default
     assert codes(1) == [200] * 4              # behind one proxy: four readers, four addresses
 
+def _codes(tmp_path, addresses, proxies=1, limit="2/minute"):
+    app = create_app({"TESTING": True, "RATE_LIMIT": limit, "SITE_DIR": str(tmp_path),
+                      "TRUSTED_PROXIES": proxies})
+    c = app.test_client()
+    return [c.post(URL, json={"d_k": 2}, headers={"X-Forwarded-For": a}).status_code
+            for a in addresses]
+
+
+def test_an_ipv6_client_is_its_64_not_its_address(tmp_path):
+    """A machine may take any address of its /64 (privacy addresses, or a script choosing a
+    fresh one per request): four addresses of one /64 share one allowance, as four ports of one
+    IPv4 address would; another /64 has its own. IPv4 stays per address."""
+    same_64 = ["2001:db8:1:2::1", "2001:db8:1:2:ffff:1:2:3", "2001:db8:1:2:a::b",
+               "2001:db8:1:2:8000::"]
+    assert _codes(tmp_path, same_64) == [200, 200, 429, 429]
+    assert _codes(tmp_path, [f"2001:db8:1:{i}::1" for i in range(4)]) == [200] * 4
+    assert _codes(tmp_path, [f"198.51.100.{i}" for i in range(4)]) == [200] * 4
+    # the same IPv4 client, whether or not a dual-stack socket wrote it as IPv6
+    assert _codes(tmp_path, ["198.51.100.7", "::ffff:198.51.100.7", "198.51.100.7"]) == \
+        [200, 200, 429]
+
+
+def test_the_client_key():
+    from backend.app.rate import client_key
+
+    assert client_key("203.0.113.9") == "203.0.113.9"
+    assert client_key("2001:db8:1:2:3:4:5:6") == "2001:db8:1:2::/64"
+    assert client_key("2001:DB8:1:2::") == "2001:db8:1:2::/64"
+    assert client_key("fe80::1%eth0") == "fe80::/64"
+    assert client_key("::ffff:203.0.113.9") == "203.0.113.9"
+    assert client_key("::1") == "::/64"
+    assert client_key("") == client_key(None) == "unknown"
+    assert client_key("not-an-address") == "not-an-address"
+
+
+def test_the_fair_queue_shares_its_slots_per_64(tmp_path, monkeypatch):
+    """The fair queue counts the same clients as the rate limit: a computation from any address
+    of a /64 waits as that /64."""
+    app = create_app({"TESTING": True, "SITE_DIR": str(tmp_path)})
+    slots = app.extensions["book_fair_queue"]
+    clients = []
+    real = slots.queue.slot
+
+    def spy(client, wait):
+        clients.append(client)
+        return real(client, wait)
+
+    monkeypatch.setattr(slots.queue, "slot", spy)
+    for address in ("2001:db8:1:2::1", "2001:db8:1:2:dead:beef::9", "192.0.2.1"):
+        with app.test_request_context(URL, environ_base={"REMOTE_ADDR": address}):
+            with slots.compute_slot():
+                pass
+    assert clients == ["2001:db8:1:2::/64", "2001:db8:1:2::/64", "192.0.2.1"]
+
+
 def test_the_default_limit_leaves_a_lecture_hall_room():
     """500 readers behind one address, a move every 1-3 s each, is about 250 requests/s
     (500 / 2 s); the default allows at least twice that, per second and per minute."""
