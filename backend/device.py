@@ -60,12 +60,21 @@ def memory_bytes() -> int:
         out = subprocess.run([sys.executable, "-c", ask], capture_output=True, text=True,
                              timeout=120, check=True)
         free = int(out.stdout.split()[-1])
-    return worker_share(int(free), int(settings.get("WEB_CONCURRENCY")))
+    return worker_share(int(free), card_workers())
+
+
+def card_workers() -> int:
+    """Workers that share one card: this server's (`WEB_CONCURRENCY`) times the replicas that
+    share the card (`BOOK_GPU_REPLICAS`, which compose.gpu.yaml sets with its replica count)."""
+    return int(settings.get("WEB_CONCURRENCY")) * int(settings.get("BOOK_GPU_REPLICAS"))
 
 
 def worker_share(free_bytes: int, workers: int) -> int:
-    """One worker's share of a card's free bytes. Every worker of the server shares the card:
-    each plans against its share, so that all of them running a ceiling request at once still fit."""
+    """One worker's share of a card's free bytes. The timing lock keeps two measurements from
+    running at once, but not what each worker holds on the card between requests (its own CUDA
+    context, the models it loaded, what its allocator keeps), nor the widgets that compute
+    without timing: each worker plans against its share, so that a ceiling request fits
+    whatever the others hold."""
     return free_bytes // max(1, workers)
 
 

@@ -201,6 +201,10 @@ TABLE: tuple[Var, ...] = (
     Var("BOOK_METRICS", "boolean", True, "on", "serve Prometheus metrics at `/metrics` on the "
         "app's port (every worker in one scrape; see \"Watching it run\")", _bool,
         "1/true/yes/on or 0/false/no/off", "METRICS"),
+    Var("BOOK_GPU_REPLICAS", "integer", 1, "`1`", "replicas that share one GPU "
+        "(`compose.gpu.yaml` sets it with its replica count): each worker plans its memory "
+        "ceilings against the card's free memory divided by `WEB_CONCURRENCY` times this",
+        _int(1, 64), "1 to 64"),
     Var("BOOK_DEVICE", "text", "", "`cuda` if available, else `cpu`",
         "torch device the widgets compute on", _device, "cpu, cuda or cuda:N"),
     Var("BOOK_SITE_DIR", "path", str(REPO_ROOT / "site"), "`site/`", "the built book to serve",

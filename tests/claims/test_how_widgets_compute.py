@@ -35,8 +35,8 @@ def attention_cost_facts(**params):
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_a_gpu_ceiling_is_each_workers_share_of_the_free_memory(monkeypatch, free_gb, workers):
     """'On a GPU, "memory" is one worker's share of what torch.cuda.mem_get_info reports free
-    when the server starts: the free bytes divided by the number of the server's workers
-    (WEB_CONCURRENCY)'; 'a GPU with 80 GB free, served by 2 workers ..., would allow T = 50,000
+    when the server starts: the free bytes divided by the number of workers that share the card
+    (WEB_CONCURRENCY, times the replicas that share it, BOOK_GPU_REPLICAS)'; 'a GPU with 80 GB free, served by 2 workers ..., would allow T = 50,000
     for one head in float32, and one with 141 GB free T = 66,379; ... A server of one worker has
     the whole card to itself: T = 70,710 and T = 93,874 at one head; more workers each get less.'
     The server's own path, on a pretend card: device.memory_bytes asks mem_get_info and reads
@@ -52,6 +52,9 @@ def test_a_gpu_ceiling_is_each_workers_share_of_the_free_memory(monkeypatch, fre
     monkeypatch.setenv("WEB_CONCURRENCY", str(workers))
     monkeypatch.setattr(device, "memory_bytes", device.memory_bytes.__wrapped__)  # uncached
     assert device.memory_bytes() == free // workers
+    monkeypatch.setenv("BOOK_GPU_REPLICAS", "3")  # three replicas on the card: a third each
+    assert device.memory_bytes() == free // (3 * workers)
+    monkeypatch.delenv("BOOK_GPU_REPLICAS")
     served = ac.largest_context(budgets.memory_budget(), 1, 1, torch.float32)
     assert served == w.gpu_memory_ceiling(free, workers)
     f = attention_cost_facts()
@@ -63,6 +66,17 @@ def test_a_gpu_ceiling_is_each_workers_share_of_the_free_memory(monkeypatch, fre
     assert (f["ceiling_80gb_one_worker"], f["ceiling_141gb_one_worker"]) == (70_710, 93_874)
     if workers > 1:  # 'more workers each get less'
         assert served < f[f"ceiling_{free_gb}gb_one_worker"]
+
+
+def test_the_gpu_override_tells_each_worker_how_many_replicas_share_the_card():
+    """compose.gpu.yaml's replica count and the BOOK_GPU_REPLICAS its workers divide the card by
+    are one variable: with the CPU stack's BOOK_REPLICAS (3 in an instructor's .env) three
+    replicas of two workers each planned against half the card."""
+    gpu = "\n".join(line for line in (ROOT / "compose.gpu.yaml").read_text(encoding="utf-8")
+                    .splitlines() if not line.lstrip().startswith("#"))
+    assert "replicas: ${BOOK_GPU_REPLICAS:-1}" in gpu
+    assert "BOOK_GPU_REPLICAS: ${BOOK_GPU_REPLICAS:-1}" in gpu
+    assert "BOOK_REPLICAS" not in gpu.replace("BOOK_GPU_REPLICAS", "")
 
 
 def test_the_quoted_workers_are_the_lecture_halls():
