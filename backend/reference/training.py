@@ -182,6 +182,7 @@ class RunResult:
     eval_steps: list[int] = field(default_factory=list)  # 0, eval_every, ..., steps
     val_loss: list[float] = field(default_factory=list)
     train_eval_loss: list[float] = field(default_factory=list)  # the training text, scored like val
+    diverged_at: int | None = None  # the step whose loss (or evaluation) was no longer finite
 
 
 # --8<-- [start:loop]
@@ -207,16 +208,24 @@ def train(rc: RunConfig, train_stream: torch.Tensor, val_stream: torch.Tensor) -
     out = RunResult(model)
     for step in range(rc.steps + 1):
         if step % rc.eval_every == 0 or step == rc.steps:
-            out.eval_steps.append(step)
-            out.val_loss.append(mean_loss(model, val_stream, rc.seq_len, rc.shifted))
+            val = mean_loss(model, val_stream, rc.seq_len, rc.shifted)
             # as many windows of the training text as the validation text has, scored the same way
             n_val = len(val_stream) // rc.seq_len
-            out.train_eval_loss.append(mean_loss(model, train_stream, rc.seq_len, rc.shifted, n_val))
+            seen = mean_loss(model, train_stream, rc.seq_len, rc.shifted, n_val)
+            if not (math.isfinite(val) and math.isfinite(seen)):
+                out.diverged_at = step
+                break
+            out.eval_steps.append(step)
+            out.val_loss.append(val)
+            out.train_eval_loss.append(seen)
         if step == rc.steps:
             break
         lr = lr_at(step, rc.lr, rc.warmup_steps, rc.steps, rc.min_lr_ratio)
         batch = random_windows(train_stream, rc.batch_size, rc.seq_len, gen)  # (B, T)
         loss, norm = train_step(model, opt, batch, lr, rc.grad_clip, rc.shifted)
+        if not (math.isfinite(loss) and math.isfinite(norm)):
+            out.diverged_at = step  # diverged: the weights are no longer numbers; stop here
+            break
         out.steps.append(step)
         out.train_loss.append(loss)
         out.grad_norm.append(norm)
