@@ -38,6 +38,7 @@ _MODULES = (  # in the order the book meets them
     "generation_steps",
     "kv_cache",
     "decode_roofline",
+    "speculative",
     "prefix_cache_cost",
     "paged_kv",
     "kv_levers",
