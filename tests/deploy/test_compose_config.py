@@ -115,3 +115,19 @@ def test_the_trusted_proxy_count_is_a_setting():
     env = _services(BOOK_TRUSTED_PROXIES="2")["app"]["environment"]
     assert env["BOOK_TRUSTED_PROXIES"] == "2"
     assert settings.load({"BOOK_TRUSTED_PROXIES": env["BOOK_TRUSTED_PROXIES"]})["BOOK_TRUSTED_PROXIES"] == 2
+
+
+def test_the_readme_explains_the_count_the_stacks_ship():
+    """The README's table of what sits in front of the app gives the count each shipped stack
+    sets (compose's default, the cluster's ConfigMap) and the one a campus proxy adds."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Lecture hall: HTTPS and the client's address", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| (.+?) \| `(\d)`", section, re.M))
+    assert sorted(rows.values()) == ["0", "1", "2"]
+    nginx = next(v for k, v in rows.items() if "nginx" in k and "campus" not in k)
+    assert nginx == _services()["app"]["environment"]["BOOK_TRUSTED_PROXIES"]
+    config = yaml.safe_load((ROOT / "deploy/kubernetes/base/configmap.yaml").read_text())["data"]
+    assert nginx == config["BOOK_TRUSTED_PROXIES"]
+    assert "compose.tls.yaml" in section and "BOOK_TLS_DIR" in section and "/64" in section
