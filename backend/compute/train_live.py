@@ -236,12 +236,25 @@ def _init_stats(std: float, n_layers: int, scale_residual: bool) -> dict:
     return {**stats, "stream_growth": seen["x"].std().item() / stats["embed_std"]}
 
 
+INIT_STDS = (0.02, 0.2, 1.0)
+BIG_INIT, HIGH_LR = 1.0, 0.1  # the chapter's "too large" initial scale and learning rate
+CHINCHILLA = 20  # compute-optimal tokens per parameter, about (Hoffmann et al. 2022, Table 3)
+DEPTHS = (2, 8, 32)
+
+
+def sci(x: float) -> str:
+    """1.61e21 -> '1.6 × 10²¹', as the prose prints a count too large for digits."""
+    exp = math.floor(math.log10(x))
+    sup = str(exp).translate(str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    return f"{x / 10 ** exp:.1f} × 10{sup}"
+
+
 @lru_cache(maxsize=1)
 def _facts() -> dict:
-    init = {f"{std:g}": _init_stats(std, 2, True) for std in (0.02, 0.2, 1.0)}
-    growth = {str(n): {"scaled": _init_stats(0.02, n, True)["stream_growth"],
-                       "unscaled": _init_stats(0.02, n, False)["stream_growth"]}
-              for n in (2, 8, 32)}
+    # lists, read by position in the prose ("init.2.loss"): the stds and depths are inside
+    init = [{"std": std, **_init_stats(std, 2, True)} for std in INIT_STDS]
+    growth = [{"n_layers": n, "scaled": _init_stats(0.02, n, True)["stream_growth"],
+               "unscaled": _init_stats(0.02, n, False)["stream_growth"]} for n in DEPTHS]
     default = summarise(run(BASE))
     unshifted = summarise(run(BASE.replace(shifted=False)))
     # the unshifted model scored on the real objective: what it learned about the next byte
@@ -249,23 +262,34 @@ def _facts() -> dict:
     overfit_rc = BASE.replace(steps=400, d_model=64, n_heads=4, d_ff=192)
     overfit = run(overfit_rc, small=True)
     best = min(overfit["val_loss"])
+    scale = _scale_facts()
     return {
         "init": init, "growth": growth,
         "default": default, "unshifted": unshifted,
         "no_warmup": summarise(run(BASE.replace(warmup_steps=0))),
         "no_clipping": summarise(run(BASE.replace(grad_clip=None))),
-        "big_init": summarise(run(BASE.replace(init_std=1.0))),
-        "high_lr": summarise(run(BASE.replace(lr=0.1))),
+        "big_init": summarise(run(BASE.replace(init_std=BIG_INIT))),
+        "high_lr": summarise(run(BASE.replace(lr=HIGH_LR))),
         "overfit": {"train_bytes": len(small_ids), "steps": overfit["eval_steps"],
                     "val": overfit["val_loss"], "train": overfit["train_eval_loss"],
                     "best_val": best, "best_step": overfit["eval_steps"][overfit["val_loss"].index(best)],
+                    "best_train": overfit["train_eval_loss"][overfit["val_loss"].index(best)],
                     "final_val": overfit["val_loss"][-1], "final_train": overfit["train_eval_loss"][-1],
                     "d_model": overfit_rc.d_model, "n_steps": overfit_rc.steps},
         "train_bytes": len(train_ids), "val_bytes": len(val_ids),
         "n_params": sum(p.numel() for p in tr.build_model(
             BASE.model_config(), torch.Generator().manual_seed(0)).parameters()),
         "unigram_loss": unigram_loss(train_ids), "uniform_loss": math.log(tr.BYTE_VOCAB),
-        **_scale_facts(),
+        "commonest_byte": max(Counter(train_ids.tolist()).items(), key=lambda kv: kv[1])[0],
+        "base": {"lr": BASE.lr, "warmup_steps": BASE.warmup_steps, "grad_clip": BASE.grad_clip,
+                 "init_std": BASE.init_std, "steps": BASE.steps, "batch_size": BASE.batch_size,
+                 "seq_len": BASE.seq_len, "d_model": BASE.d_model, "n_layers": BASE.n_layers,
+                 "eval_every": BASE.eval_every, "min_lr_ratio": BASE.min_lr_ratio,
+                 "high_lr": HIGH_LR, "big_init": BIG_INIT},
+        "e3": math.exp(3),
+        # how much more text the book's model read than the tiny one, in bytes
+        "book_text_ratio": scale["book"]["train_text_bytes"] / len(train_ids),
+        **scale,
     }
 
 
@@ -302,17 +326,22 @@ def _scale_facts() -> dict:
             "first_val": m["curve"][0]["val_loss"], "first_step": m["curve"][0]["step"],
             "vocab": m["tokenizer"]["vocab_size"]}
     book["flops_per_cpu_second"] = book["flops"] / book["cpu_seconds"]
+    book["flops_sci"] = sci(book["flops"])
+    book["flops_per_cpu_second_sci"] = sci(book["flops_per_cpu_second"])
     book["bytes_per_token"] = _bytes_per_token()
+    book["tokens_per_param"] = book_tokens / book["params"]
+    book["train_text_bytes"] = m["corpus"]["train_tokens"] * book["bytes_per_token"]
     book["val_bits_per_byte"] = book["final_val"] / math.log(2) / book["bytes_per_token"]
     models = {}
     for name, tokens in TRAINING_TOKENS.items():
         n = count_parameters(get_preset(name)).total
         flops = tr.training_flops(n, tokens)
-        models[name] = {"params": n, "tokens": tokens, "flops": flops,
+        models[name] = {"params": n, "tokens": tokens, "flops": flops, "flops_sci": sci(flops),
+                        "tokens_sci": sci(tokens),
                         "tokens_per_param": tokens / n, "over_book": flops / book["flops"],
                         # how long the book model's CPU, at its measured rate, would take
                         "cpu_years": flops / book["flops_per_cpu_second"] / (365.25 * 86400)}
-    return {"book": book, "scale": models}
+    return {"book": book, "scale": models, "e4": math.exp(4), "chinchilla": CHINCHILLA}
 
 
 def facts(params: dict) -> dict:
