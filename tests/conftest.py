@@ -34,6 +34,9 @@ BY_PATH = {
     "app/test_schemathesis.py": ("slow",),
     # the attention-sink study: both models over the held-out sentences (a minute or more)
     "claims/test_attention_maps.py": ("slow",),
+    # the training chapter: a dozen tiny models trained (about half a minute of one thread)
+    "claims/test_training.py": ("slow",),
+    "compute/test_train_live.py": ("slow",),
     # the files of the measured widgets (attention_cost, kv_decode, sequential_vs_parallel):
     # their values come with timings taken on this machine
     "claims/test_cost.py": ("timing",),
