@@ -31,13 +31,12 @@ import urllib.request
 from pathlib import Path
 
 from backend import settings
+from backend.app import offered
 
-# The settings the pages use, listed by the build (widgets/build/widget_blocks.py writes it into the site).
-MANIFEST = "assets/book/settings.json"
-
-
-class NoManifest(Exception):
-    """The settings manifest is not there: the book was not built (or not by this version)."""
+# The settings the pages use, listed by the build (widgets/build/widget_blocks.py writes it into
+# the site); the server reads the same list (backend/app/offered.py).
+MANIFEST = offered.MANIFEST
+NoManifest = offered.NoManifest
 
 
 def chapter_settings(site: Path | str | None = None, url: str | None = None
@@ -49,51 +48,37 @@ def chapter_settings(site: Path | str | None = None, url: str | None = None
         try:
             with urllib.request.urlopen(where, timeout=30) as resp:
                 data = json.load(resp)
-        except (OSError, ValueError) as exc:
+            return [(name, params) for name, params in data["settings"]]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise NoManifest(f"{where}: {exc}") from None
-    else:
-        path = Path(site or settings.get("BOOK_SITE_DIR")) / MANIFEST
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise NoManifest(f"{path}: {exc}") from None
-    return [(name, params) for name, params in data["settings"]]
+    return offered.manifest_settings(site or settings.get("BOOK_SITE_DIR"))
 
 
 def points(site: Path | str | None = None, url: str | None = None) -> list[tuple[str, dict]]:
     """Every (widget, resolved params) to warm, without duplicates, baked points first, then
-    the settings the built pages use (`chapter_settings`)."""
-    from backend.compute import REGISTRY
-    from backend.compute.spec import ParamError
+    the settings the built pages use (`chapter_settings`). The measured widgets' settings are
+    the server's too: it keeps their answers for the release (offered.py)."""
+    return offered.resolve_all(chapter_settings(site, url))
 
-    out, seen = [], set()
 
-    def add(name, params):
-        module = REGISTRY.get(name)
-        if module is None:
-            return
-        try:
-            resolved = module.SPEC.resolve(params)
-        except ParamError:
-            return  # the build reports a chapter's bad setting; nothing to warm
-        key = (name, json.dumps(resolved, sort_keys=True))
-        if key not in seen:
-            seen.add(key)
-            out.append((name, resolved))
+def worker_threads() -> int:
+    """The torch threads a server worker computes with (gunicorn_conf's post_fork): the CPU's
+    share of each of WEB_CONCURRENCY workers. The result cache's keys name the device as the
+    worker describes it, threads included (release.py), so a pre-warm computed with another
+    thread count would fill keys no worker reads."""
+    from backend.host import available_cpus
 
-    for name, module in REGISTRY.items():
-        for params in module.SPEC.bake_points():
-            add(name, params)
-    for name, params in chapter_settings(site, url):
-        add(name, params)
-    return out
+    return max(1, available_cpus() // settings.get("WEB_CONCURRENCY"))
 
 
 def warm_cache(todo) -> dict:
     """Compute each point here and store it in the configured (Redis) cache."""
+    import torch
+
     from backend.app import api, create_app
     from backend.compute import REGISTRY
 
+    torch.set_num_threads(worker_threads())  # before the release is first named (the keys)
     app = create_app()
     cache = app.extensions["book_result_cache"]
     counts = {"warmed": 0, "already": 0, "failed": 0}
@@ -103,7 +88,9 @@ def warm_cache(todo) -> dict:
             counts["already"] += 1
             continue
         try:
-            cache.put(key, api.run(REGISTRY[name], params), REGISTRY[name].SPEC.result_ttl)
+            module = REGISTRY[name]
+            cache.put(key, api.run(module, params),
+                      offered.result_ttl(app.config["SITE_DIR"], module, name, params))
             counts["warmed"] += 1
         except Exception as exc:  # noqa: BLE001 - report and go on
             counts["failed"] += 1

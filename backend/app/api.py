@@ -11,7 +11,7 @@ import torch
 from flask import Blueprint, abort, current_app, jsonify, request, send_file, url_for
 
 from backend import device
-from backend.app import fair_queue, metrics, notebook, openapi, query, result_cache
+from backend.app import fair_queue, metrics, notebook, offered, openapi, query, result_cache
 from backend.app.demand import WARMING
 from backend.app.release import code_release, release
 from backend.compute import REGISTRY
@@ -131,15 +131,16 @@ def _answer(name: str, module, params: dict) -> dict:
     result = cache.get(key)
     cached = result is not None
     metrics.cache_lookup(cache.kind, cached)
-    if not cached:
-        # Only computations queue for a slot: a cached answer never counts against fairness.
-        with fair_queue.get().compute_slot(heavy=module.SPEC.cost_hint == "heavy"):
-            try:
-                result = run(module, params)
-            finally:
-                device.release_cached_memory()  # on a GPU, what a ceiling run reserved
-        metrics.COMPUTE_SECONDS.labels(name).observe(result["computed_ms"] / 1000)
-        cache.put(key, result, module.SPEC.result_ttl)
+    if not cached and module.SPEC.measured:
+        # A timing takes the host's lock for seconds: readers asking for the same setting
+        # meanwhile, in this worker or any replica sharing the cache, wait for this one's
+        # answer instead of each queueing a measurement of their own (issue 35, item 4).
+        with cache.flight(key, current_app.config["HEAVY_WAIT_SECONDS"]) as found:
+            result, cached = found, found is not None
+            if not cached:
+                result = _compute(name, module, params, cache, key)
+    elif not cached:
+        result = _compute(name, module, params, cache, key)
     # elapsed_ms is what *this* request cost the server: a cached answer reports the lookup,
     # never the old compute time as if it had just been spent (that stays in computed_ms).
     elapsed_ms = result["computed_ms"] if not cached else (time.perf_counter() - start) * 1000
@@ -154,6 +155,20 @@ def _answer(name: str, module, params: dict) -> dict:
         "cached": cached,
         **{k: result[k] for k in OPTIONAL if k in result},
     })
+
+
+def _compute(name: str, module, params: dict, cache, key: str) -> dict:
+    # Only computations queue for a slot: a cached answer never counts against fairness.
+    with fair_queue.get().compute_slot(heavy=module.SPEC.cost_hint == "heavy"):
+        try:
+            result = run(module, params)
+        finally:
+            device.release_cached_memory()  # on a GPU, what a ceiling run reserved
+    metrics.COMPUTE_SECONDS.labels(name).observe(result["computed_ms"] / 1000)
+    # A measured widget's answer at a setting the pages offer is kept for the release (measured
+    # once per release and device); elsewhere its own short result_ttl (offered.py).
+    cache.put(key, result, offered.result_ttl(current_app.config["SITE_DIR"], module, name, params))
+    return result
 
 
 def run(module, params: dict) -> dict:
