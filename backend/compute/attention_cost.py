@@ -187,6 +187,7 @@ def facts(params: dict) -> dict:
     return {
         # GPUs with 80 GB and 141 GB free, served by the lecture hall's workers, or by one alone
         "shipped_workers": SHIPPED_WORKERS,
+        "min_timed_len": MIN_T,  # ladder points below it are not timed
         "ceiling_80gb": gpu_memory_ceiling(int(80e9), SHIPPED_WORKERS, h, B, dtype),
         "ceiling_141gb": gpu_memory_ceiling(int(141e9), SHIPPED_WORKERS, h, B, dtype),
         "ceiling_80gb_one_worker": gpu_memory_ceiling(int(80e9), 1, h, B, dtype),

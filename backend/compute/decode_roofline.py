@@ -144,6 +144,8 @@ def compute(params: dict) -> dict:
         "verify_k": VERIFY_K,
         "spare_prefill_tokens": dt.spare_prefill_tokens(cfg, card, B, T),
         "users_fit": fit.users,
+        "card_gb": card.memory_bytes / GB,  # what CUDA reports: more than the name's "80 GB"
+        "card_reported_gib": card.reported_gib,
         "weights_fit": fit.weights_fit,
         "batch_fits": B <= fit.users,
         "cache_over_weights": s.cache_bytes / s.weight_bytes,

@@ -14,10 +14,12 @@ shortest request, so the work is a few times the arena (at most 16,384 slots).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from backend.compute.rules import Limit
 from backend.compute.spec import Output, Param, WidgetSpec
 from backend.compute.style import COLORS, SERIES, base_layout
-from backend.reference import kv_levers
+from backend.reference import kv_levers, paged_replay
 from backend.reference.paged import fork_blocks, one_request, prefix_hit
 from backend.reference.paged_replay import SLOT, replay
 
@@ -85,6 +87,11 @@ SPEC = WidgetSpec(
 )
 
 
+@lru_cache(maxsize=64)
+def _lengths(mean: int, cap: int) -> tuple[float, float]:
+    return paged_replay.stream_lengths(SEED, mean, cap)
+
+
 def compute(params: dict) -> dict:
     bs, mean, cap, n, budget = (params[k] for k in
                                 ("block_size", "mean_len", "max_len", "samples", "budget_tokens"))
@@ -92,6 +99,7 @@ def compute(params: dict) -> dict:
     per_token = kv_levers.bytes_per_token("gqa")
     values = {"arena_gb": budget * per_token / 1e9, "bytes_per_token": per_token,
               "output_mean_len": mean / 2}  # the mean of the answers' length distribution
+    values["request_mean_len"], values["cut_at_max_share"] = _lengths(mean, cap)
     for s, r in runs.items():
         slots = r.n_slots
         values.update({
@@ -186,7 +194,7 @@ def _figure(runs: dict, budget: int) -> dict:
         data.append({"type": "scatter", "x": [None], "y": [None], "mode": "markers",
                      "marker": {"symbol": "square", "size": 12, "color": TONES[code]},
                      "name": name, "showlegend": True})
-    hidden = {"showticklabels": False, "showgrid": False, "zeroline": False}
+    hidden = {"showticklabels": False, "showgrid": False, "zeroline": False, "ticks": ""}
     per = max(1, budget // CELLS)
     layout = base_layout(
         460,
@@ -202,7 +210,9 @@ def _figure(runs: dict, budget: int) -> dict:
              "x": 0, "y": 0.45, "xref": "paper", "yref": "paper", "xanchor": "left",
              "yanchor": "bottom", "showarrow": False}],
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h", "y": -0.05},
+        # what a row and a cell are (review P7): the grids have no axes to say it
+        legend={"orientation": "h", "y": -0.05,
+                "title": {"text": "each grid is the arena, row by row:"}},
     )
     # on a phone the first title in two lines: in one it runs past the figure's edge
     first = {**layout["annotations"][0], "align": "left",

@@ -103,7 +103,8 @@ def compute(params: dict) -> dict:
     out = {"values": values, "figure": _figure(full, write, cached, n_cached),
            "summary": _summary(params, values), "table": _table(full, write, cached)}
     if n_cached < PROVIDER_MINIMUM:
-        out["notice"] = (f"This bill assumes all {n_cached:,} prefix tokens are cached. A provider "
+        prefix = "the 1-token prefix is" if n_cached == 1 else f"all {n_cached:,} prefix tokens are"
+        out["notice"] = (f"This bill assumes {prefix} cached. A provider "
                          f"with a {PROVIDER_MINIMUM:,}-token minimum (OpenAI, Anthropic; some "
                          f"Anthropic models need more) caches none of a prefix this short; a self-hosted engine with "
                          f"blocks of {ENGINE_BLOCK} reuses {values['cacheable_engine']:,} of them.")

@@ -46,8 +46,10 @@ def draw(n_heads: int = 8, n_kv: int = 2) -> Canvas:
         f"{n_rep} query head{'s' if n_rep > 1 else ''}"
         + (f": query heads {', '.join(f'{k * n_rep}–{k * n_rep + n_rep - 1}' for k in range(n_kv))} "
            f"read key/value heads {', '.join(str(k) for k in range(n_kv))}" if 1 < n_rep and n_kv <= 8 else "")
-        + f". The key/value cache holds {n_kv} heads instead of {n_heads}: {n_kv}/{n_heads} of "
-        f"multi-head attention's."
+        + (f". The key/value cache holds all {n_heads} heads, as multi-head attention's does."
+           if n_kv == n_heads else
+           f". The key/value cache holds {n_kv} head{'s' if n_kv > 1 else ''} instead of "
+           f"{n_heads}: {n_kv}/{n_heads} of multi-head attention's.")
     )
     c = Canvas(WIDTH, 212, title=f"{n_heads} query heads, {n_kv} key/value heads", desc=desc)
     c.text(WIDTH / 2, 16, f"h = {n_heads} query heads", weight="bold")

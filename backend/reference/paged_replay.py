@@ -33,6 +33,15 @@ def request_stream(seed: int, mean_len: int, max_len: int, samples: int):
         yield Request(prompt, outs)
 
 
+def stream_lengths(seed: int, mean_len: int, max_len: int, n: int = 20_000) -> tuple[float, float]:
+    """The first `n` requests of the stream (one sample each): their mean length, prompt plus
+    answer, and the share cut at `max_len`. Near the maximum many requests are cut there, so
+    their mean falls below `mean_len`."""
+    stream = request_stream(seed, mean_len, max_len, 1)
+    lengths = [r.prompt + r.outputs[0] for r in (next(stream) for _ in range(n))]
+    return sum(lengths) / n, sum(length == max_len for length in lengths) / n
+
+
 @dataclass
 class Replay:
     """Time-averaged slot counts over the measured steps, and the arena at the last step."""

@@ -241,3 +241,12 @@ def test_the_three_ways_agree_to_rounding(T, d_head):
 def test_the_widgets_difference_is_rounding_in_its_dtype(dtype, T):
     v = values(context_len=T, dtype=dtype)
     assert v["max_abs_diff"] < rounding_bound(T, dtype, v["max_abs_v"])
+
+
+def test_the_ladder_times_only_points_of_at_least_the_minimum():
+    """'at your T and at T/2, T/4 and T/8 (those of at least 16 tokens)': at T = 45 the widget
+    times 45 and 22 only."""
+    assert values()["min_timed_len"] == w.MIN_T == 16
+    at45 = values(context_len=45, batch=16, n_heads=32, head_dim=16)
+    assert at45["T"] == 45
+    assert sorted({45 // f for f in w.LADDER if 45 // f >= w.MIN_T} | {45}) == [22, 45]

@@ -333,3 +333,14 @@ def test_the_norm_gains_are_drawn_so_a_mistake_with_them_shows():
                     m.weight.fill_(1.0)
         r = compare(cfg, seed=999, dtype=dtype, pair=(ours, theirs))
         assert r.ok and r.max_abs_logit_diff == 0.0, name
+
+
+def test_a_gain_moved_past_the_rounding_shows_only_in_bfloat16():
+    """'A gain applied before the rounding to bfloat16 instead of after shows only in bfloat16:
+    in float32 nothing is rounded between the two.' Every RMSNorm computing in its input's own
+    dtype (the norm_upcast fault, which moves the gain's product past the cast) leaves float32
+    bit for bit and changes bfloat16; the gains are drawn, not all 1 ('drawn around 1')."""
+    assert values(fault="norm_upcast", dtype="float32")["max_abs_logit_diff"] == 0.0
+    assert values(fault="norm_upcast", dtype="bfloat16")["max_abs_logit_diff"] > 0.0
+    from backend.reference.llama_compare import GAIN_STD
+    assert values()["gain_std"] == GAIN_STD > 0

@@ -136,8 +136,8 @@ def test_a_preempted_request_keeps_its_tokens_and_prefills_them_again_in_one_pas
 
 def test_preemptions_cost_short_prefills_and_their_count_is_the_schedulers():
     """"That happened 203 times ..., but cheaply: a request sent back had generated 5.3 tokens on
-    average, where answers are drawn around 128, so each costs a short prefill again, not a whole
-    answer. How often it happens is the scheduler's choice more than paging's. The replay admits
+    average, where answers are drawn around 128, so each costs one prefill pass again, over its
+    prompt and those few tokens, not the steps of a whole answer. How often it happens is the scheduler's choice more than paging's. The replay admits
     whatever fits and keeps no block in reserve; keep 1% of the blocks free at admission, as
     vLLM's block manager does, and the same stream is sent back 53 times, with about as many requests
     running (4.1 times the contiguous scheme's)." And the summary: "the price is requests sent
@@ -290,3 +290,22 @@ def test_external_fragmentation_is_worst_when_reservations_differ_in_size():
     mixed.free(2)
     with pytest.raises(OutOfBlocks):  # 40 slots free, in two holes of 20
         mixed.add("next", 1, 30)
+
+
+def test_how_request_lengths_are_drawn_and_cut():
+    """'Each request's prompt and answer lengths are drawn at random, each around half the mean
+    request length (many short, a few long), and a request that would run past the maximum is cut
+    there. At the defaults that hardly matters (the requests average 256 tokens), but when the two
+    settings are close many requests are cut: at a mean and maximum of 1,024 they average 746
+    tokens, and 40% of them stop at the maximum.' And 'the requests, cut at 64, average 47
+    tokens'; at a mean of 1,024 (maximum 1,024 by default) 'then average 746'."""
+    base, close = pv(), pv(mean_len=1024, max_len=1024)
+    assert abs(base["request_mean_len"] / 256 - 1) < 0.01 and base["cut_at_max_share"] < 0.01
+    assert f"{close['request_mean_len']:,.0f}" == "746" and f"{close['cut_at_max_share']:.0%}" == "40%"
+    assert f"{pv(mean_len=64, max_len=64)['request_mean_len']:.0f}" == "47"
+    assert pv(mean_len=1024)["request_mean_len"] == close["request_mean_len"]
+    # the stream itself: exponential draws of mean half the setting, one plus the draw, cut
+    from backend.reference.paged_replay import request_stream
+    first = [next(s) for s in [request_stream(0, 256, 1024, 1)] for _ in range(2000)]
+    prompts = [r.prompt for r in first]
+    assert abs(sum(prompts) / len(prompts) / 128 - 1) < 0.1

@@ -41,3 +41,11 @@ def test_labels_say_the_kind_and_the_cache_factor():
     assert "multi-query · 8 per KV head · cache ÷ 8" in heads_sharing.draw(n_heads=8, n_kv=1).texts()
     d = heads_sharing.draw(n_heads=8, n_kv=2).desc
     assert "query heads 0–3, 4–7 read key/value heads 0, 1" in d and "2/8" in d
+
+
+def test_the_description_of_multi_head_and_multi_query_reads_right():
+    """It said 'The key/value cache holds 8 heads instead of 8: 8/8 of multi-head attention's'."""
+    same = heads_sharing.draw(n_heads=8, n_kv=8).desc
+    assert "instead of" not in same and "holds all 8 heads, as multi-head attention's does" in same
+    one = heads_sharing.draw(n_heads=8, n_kv=1).desc
+    assert "holds 1 head instead of 8: 1/8" in one
