@@ -19,7 +19,8 @@ def heavy_widgets() -> set[str]:
 def test_what_the_capacity_table_leaves_out():
     """'Its heavy moves went to four widgets only ...: attention_map, sampling, parity and
     sequential_vs_parallel ... The other heavy widgets were not in the run: three more on the
-    attention-maps page (attention_sink, head_roles, induction_lab), and four in Part III: ...
+    attention-maps page (attention_sink, head_roles, induction_lab), the training chapter's live
+    run (train_live), and four in Part III: ...
     kv_decode, generation_steps, ... attention_cost and ... paged_kv.' The load plan's heavy
     moves against the registry's heavy widgets, and each left-out widget's chapter."""
     sys.path.insert(0, str(ROOT / "tests" / "benchmarks"))
@@ -29,12 +30,13 @@ def test_what_the_capacity_table_leaves_out():
         sys.path.remove(str(ROOT / "tests" / "benchmarks"))
     run = {"attention_map", "sampling", "parity", "sequential_vs_parallel"}
     left_out = {"attention_sink", "head_roles", "induction_lab", "kv_decode", "generation_steps",
-                "attention_cost", "paged_kv"}
+                "attention_cost", "paged_kv", "train_live"}
     assert set(HEAVY_MOVES) == run
     assert heavy_widgets() - run == left_out
     chapter = {"attention_sink": "attention-maps", "head_roles": "attention-maps",
                "induction_lab": "attention-maps", "kv_decode": "kv-cache",
-               "generation_steps": "kv-cache", "attention_cost": "cost", "paged_kv": "paged-kv"}
+               "generation_steps": "kv-cache", "attention_cost": "cost", "paged_kv": "paged-kv",
+               "train_live": "training"}
     for name, page in chapter.items():
         assert f"name: {name}\n" in (ROOT / f"docs/chapters/{page}.md").read_text(encoding="utf-8"), name
 
