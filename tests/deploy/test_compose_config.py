@@ -86,14 +86,19 @@ def test_redis_reads_its_password_from_stdin_not_its_arguments(tmp_path):
 
 def test_the_app_service_is_hardened_as_the_pod_is():
     """compose's app replicas get what deploy/kubernetes gives the pod: a read-only root
-    filesystem, no capabilities, no privilege escalation, and memory for what must be written
-    (/tmp, TMPDIR); and a CPU quota, which the workers divide among their torch threads."""
+    filesystem, no capabilities, no privilege escalation, a small tmpfs at /tmp and a place on
+    disk for what must be written (TMPDIR: SmolLM2's converted weights are 538 MB, twice that
+    while both workers convert, too much for memory); and a CPU quota, which the workers divide
+    among their torch threads."""
     app = _services()["app"]
     assert app["read_only"] is True
     assert app["cap_drop"] == ["ALL"]
     assert "no-new-privileges:true" in app["security_opt"]
     tmpfs = app["tmpfs"] if isinstance(app["tmpfs"], list) else [app["tmpfs"]]
     assert any(t.split(":")[0] == "/tmp" for t in tmpfs)
+    tmpdir = app["environment"]["TMPDIR"]
+    (volume,) = [v.split(":")[0] for v in app["volumes"] if v.split(":")[1] == tmpdir]
+    assert not volume.startswith((".", "/"))  # a named volume (on disk), not a host folder
     assert float(app["deploy"]["resources"]["limits"]["cpus"]) == 2
     assert float(_services(BOOK_APP_CPUS="6")["app"]["deploy"]["resources"]["limits"]["cpus"]) == 6
 

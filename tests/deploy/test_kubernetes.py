@@ -276,3 +276,15 @@ def test_the_image_tag_is_fixed():
         assert image["name"] == "transformer-book"
         assert str(image["newTag"]) == tag
         assert image["newTag"] not in ("latest", "", "gpu")
+
+
+def test_the_pods_temporary_folder_holds_two_conversions():
+    """Both workers convert SmolLM2's weights (538,159,619 bytes, measured in the image) at
+    once at the first start, so /tmp briefly holds two copies; an emptyDir over its sizeLimit
+    gets the pod evicted."""
+    pod = find(base_objects(), "Deployment", "book")["spec"]["template"]["spec"]
+    (tmp,) = [v for v in pod["volumes"] if v["name"] == "tmp"]
+    limit = tmp["emptyDir"]["sizeLimit"]
+    units = {"Gi": 2**30, "Mi": 2**20}
+    size = int(limit[:-2]) * units[limit[-2:]]
+    assert size >= 2 * 538_159_619 + 64 * 2**20  # and room for the tokenizer, metrics, torch
