@@ -62,13 +62,14 @@ def points(site: Path | str | None = None, url: str | None = None) -> list[tuple
 
 
 def worker_threads() -> int:
-    """The torch threads a server worker computes with (gunicorn_conf's post_fork): the CPU's
-    share of each of WEB_CONCURRENCY workers. The result cache's keys name the device as the
-    worker describes it, threads included (release.py), so a pre-warm computed with another
-    thread count would fill keys no worker reads."""
-    from backend.host import available_cpus
+    """The torch threads a server worker computes with (gunicorn_conf's post_fork): its share
+    of the CPUs (BOOK_CPUS, never above the quota) among WEB_CONCURRENCY workers. The result
+    cache's keys name the device as the worker describes it, threads included (release.py), so
+    a pre-warm computed with another thread count would fill keys no worker reads."""
+    from backend.host import available_cpus, torch_threads
 
-    return max(1, available_cpus() // settings.get("WEB_CONCURRENCY"))
+    cpus = min(settings.get("BOOK_CPUS"), available_cpus())
+    return torch_threads(cpus, settings.get("WEB_CONCURRENCY"))
 
 
 def warm_cache(todo) -> dict:

@@ -154,6 +154,7 @@ def test_the_prewarm_fills_the_keys_a_worker_reads(monkeypatch, capsys, redis_se
     import backend.host
 
     monkeypatch.setattr(backend.host, "available_cpus", lambda: 4)
+    monkeypatch.setenv("BOOK_CPUS", "4")
     monkeypatch.setenv("WEB_CONCURRENCY", "2")   # so a worker computes on 4 // 2 = 2 threads
     monkeypatch.setenv("BOOK_CACHE_URL", redis_server.url)
     torch.set_num_threads(2)
