@@ -288,3 +288,24 @@ def test_the_pods_temporary_folder_holds_two_conversions():
     units = {"Gi": 2**30, "Mi": 2**20}
     size = int(limit[:-2]) * units[limit[-2:]]
     assert size >= 2 * 538_159_619 + 64 * 2**20  # and room for the tokenizer, metrics, torch
+
+
+def test_only_the_ingress_and_prometheus_reach_the_books_pods():
+    """The app trusts one proxy's X-Forwarded-For: a pod that reached it directly could choose
+    its own client address. The policy admits the app's port from the ingress controller's
+    namespace and the monitoring one, nothing else."""
+    objs = base_objects()
+    policy = find(objs, "NetworkPolicy", "book")["spec"]
+    book_labels = find(objs, "Deployment", "book")["spec"]["template"]["metadata"]["labels"]
+    assert policy["podSelector"]["matchLabels"].items() <= book_labels.items()
+    assert policy["policyTypes"] == ["Ingress"]
+    (rule,) = policy["ingress"]
+    namespaces = {s["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+                  for s in rule["from"]}
+    assert namespaces == {"ingress-nginx", "monitoring"}
+    assert all(set(s) == {"namespaceSelector"} for s in rule["from"])  # no pod of any namespace
+    (port,) = book_container(objs)["ports"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": port["containerPort"]}]
+    config = find(objs, "ConfigMap", "book-env")["data"]
+    assert config["BOOK_TRUSTED_PROXIES"] == "1"
+    assert find(objs, "Ingress", "book")["spec"]["ingressClassName"] == "nginx"
