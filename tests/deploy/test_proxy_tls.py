@@ -222,3 +222,95 @@ def test_the_proxy_image_serves_https(tmp_path):
     finally:
         podman("rm", "-f", name, check=False)
         podman("rmi", "-f", tag, check=False)
+
+
+ECHO = """
+import http.server, json
+class Echo(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({k.lower(): v for k, v in self.headers.items()}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("127.0.0.1", 8000), Echo).serve_forever()
+"""
+
+
+@pytest.mark.container
+@pytest.mark.slow
+def test_behind_a_campus_proxy_the_app_sees_the_readers_scheme_and_address(tmp_path):
+    """nginx appends its scheme and host to what a proxy in front of it sent, as it appends the
+    address: with BOOK_TRUSTED_PROXIES=2 the app then takes the campus proxy's entries (the
+    reader's address, https, the public host) and writes https links into the notebooks it
+    serves; with 1, nginx's own. The real nginx of the proxy image in a pod with a stand-in
+    replica that answers with the headers it was sent; those headers then go to the app."""
+    if (reason := _why_not()) is not None:
+        pytest.skip(reason)
+    book_image = os.environ.get("BOOK_IMAGE", "localhost/transformer-book:test")
+    nginx_base = os.environ.get("NGINX_BASE", "localhost/book-nginx:bookworm")
+    conf_file = tmp_path / "containers.conf"
+    conf_file.write_text('[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n')
+    env = {**os.environ, "CONTAINERS_CONF": str(conf_file)}
+
+    def podman(*args, check=True, timeout=600):
+        return subprocess.run(["podman", *args], env=env, capture_output=True, text=True,
+                              check=check, timeout=timeout)
+
+    for image in (book_image, nginx_base):
+        if podman("image", "exists", image, check=False).returncode != 0:
+            pytest.skip(f"no {image} (tests/container/build.sh, deploy/local-bases.sh make them)")
+    tag, pod = f"localhost/book-proxy-fwd-test:{os.getpid()}", f"book-fwd-{os.getpid()}"
+    port = free_port()
+    podman("build", "--isolation=chroot", "--network=host", "-q", "--build-arg",
+           f"BOOK_IMAGE={book_image}", "--build-arg", f"NGINX_BASE={nginx_base}", "-t", tag,
+           "-f", "Containerfile", str(ROOT / "deploy/nginx"))
+    try:
+        podman("pod", "create", "--name", pod, "--add-host", "app:127.0.0.1",
+               "-p", f"127.0.0.1:{port}:80")
+        podman("run", "-d", "--pod", pod, "--name", f"{pod}-app", "--entrypoint", "python",
+               book_image, "-c", ECHO)
+        podman("run", "-d", "--pod", pod, "--name", f"{pod}-proxy", tag)
+
+        def sent(headers: dict) -> dict:
+            deadline = time.monotonic() + 60
+            while True:
+                req = urllib.request.Request(f"http://127.0.0.1:{port}/api/echo", headers=headers)
+                try:
+                    with urllib.request.urlopen(req, timeout=5) as r:
+                        if r.headers.get_content_type() == "application/json":
+                            import json
+                            return json.loads(r.read())
+                except (urllib.error.URLError, ConnectionError, OSError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise AssertionError(podman("logs", f"{pod}-proxy", check=False).stderr[-3000:])
+                time.sleep(0.5)
+
+        campus = sent({"X-Forwarded-For": "203.0.113.5", "X-Forwarded-Proto": "https",
+                       "X-Forwarded-Host": "book.example.edu", "Host": "book.example.edu"})
+        assert campus["x-forwarded-proto"] == "https, http"
+        assert campus["x-forwarded-host"] == "book.example.edu, book.example.edu"
+        assert campus["x-forwarded-for"].startswith("203.0.113.5, ")
+        alone = sent({"Host": "book.example.edu"})
+        assert alone["x-forwarded-proto"] == "http" and alone["x-forwarded-host"] == "book.example.edu"
+    finally:
+        podman("pod", "rm", "-f", pod, check=False)
+        podman("rmi", "-f", tag, check=False)
+
+    from backend.app import create_app
+
+    def notebook_links(proxies: int, headers: dict) -> set[str]:
+        import re
+
+        app = create_app({"TESTING": True, "SITE_DIR": str(tmp_path), "TRUSTED_PROXIES": proxies})
+        forwarded = {k: v for k, v in headers.items() if k.startswith("x-forwarded")}
+        r = app.test_client().get("/api/widgets/sampling/notebook",
+                                  headers={**forwarded, "Host": headers["host"]})
+        assert r.status_code == 200
+        return set(re.findall(r"https?://[a-z.]+/api/book-model", r.get_data(as_text=True)))
+
+    assert notebook_links(2, campus) == {"https://book.example.edu/api/book-model"}
+    assert notebook_links(1, alone) == {"http://book.example.edu/api/book-model"}
