@@ -47,7 +47,7 @@ from backend.compute import REGISTRY  # noqa: E402  (needs the repo root on sys.
 from backend.compute.serialize import finite  # noqa: E402
 from backend.compute.spec import ParamError  # noqa: E402
 from backend.compute.style import theme_payload  # noqa: E402
-from widgets.build import figures, hf_source, macros, references  # noqa: E402
+from widgets.build import figures, hf_source, macros, reading, references  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.widgets")
 
@@ -121,7 +121,8 @@ def value_macro(call: macros.Call) -> str:
 
 def page_macros(config) -> dict[str, macros.Handler]:
     """Every macro a page may call, by name."""
-    return {"value": value_macro, **hf_source.MACROS, **references.MACROS, **figures.macros(config)}
+    return {"value": value_macro, **hf_source.MACROS, **references.MACROS, **figures.macros(config),
+            **reading.macros(config)}
 
 
 INSTANCE_ID = re.compile(r"^[A-Za-z][\w-]{0,39}$")
