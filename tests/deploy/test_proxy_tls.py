@@ -314,3 +314,14 @@ def test_behind_a_campus_proxy_the_app_sees_the_readers_scheme_and_address(tmp_p
 
     assert notebook_links(2, campus) == {"https://book.example.edu/api/book-model"}
     assert notebook_links(1, alone) == {"http://book.example.edu/api/book-model"}
+
+
+def test_the_api_cache_keeps_each_host_and_scheme_apart():
+    """A notebook's links name the host and scheme it was asked on (they come from the
+    forwarded headers): the cache key holds the same two, not nginx's default upstream name."""
+    default_conf = (ROOT / "deploy/nginx/default.conf").read_text()
+    api = default_conf[default_conf.index("location /api/ {"):]
+    api = api[:api.index("\n    }")]
+    assert "proxy_cache_key $book_forwarded_proto$book_forwarded_host$request_uri;" in api
+    for header in ("Proto", "Host"):
+        assert f"proxy_set_header X-Forwarded-{header} $book_forwarded_{header.lower()};" in api
