@@ -54,6 +54,10 @@ SPEC = WidgetSpec(
         Param("context_len", "context length T", "int", default=8192, min=1, max=MAX_CONTEXT,
               step=1, scale="log2", unit="tokens",
               help="Tokens each user's cache holds when the step runs."),
+        Param("price", "card price", "float", default=2.0, min=0.1, max=20.0, step=0.05,
+              unit="$ per hour",
+              help="What an hour of the card costs you (to rent, or its purchase and power "
+                   "spread over its hours): an assumption to set, not a quote."),
     ),
     outputs=(
         Output("step_ms", "step time, at least", ".3g", "ms"),
@@ -63,6 +67,7 @@ SPEC = WidgetSpec(
         Output("intensity", "arithmetic intensity", ".3g", "FLOP/byte"),
         Output("ridge", "card's ridge point", ".3g", "FLOP/byte"),
         Output("users_fit", "users at T that fit", ",d"),
+        Output("dollars_per_million", "$ per million tokens, at least", ".3g"),
     ),
     bake=(tuple({"card": k} for k in TIMED_CARDS)
           + tuple({"batch": 4 ** i} for i in range(6))
@@ -124,6 +129,10 @@ def compute(params: dict) -> dict:
         "tok_s_total": float(s.tokens_per_s),
         "tok_s_total_shown": _sig3(float(s.tokens_per_s)),
         "card_ms_per_token": float(s.seconds_per_token * 1000),
+        # the card's hour spread over the tokens it serves in it, at the roofline's pace
+        "price": params["price"],
+        "dollars_per_million": float(s.seconds_per_token * Fraction(str(params["price"]))
+                                     / 3600 * 10**6),
         "bound": s.bound,
         "memory_bound": s.bound == "memory",
         "intensity": float(dt.intensity(cfg, B, T)),
@@ -162,8 +171,16 @@ def compute(params: dict) -> dict:
 
 def facts(params: dict) -> dict:
     """Values only the prose quotes: how many operations one eager decode step of the book's
-    model dispatches at this preset's shape (the chapter's notes on timing a step on a GPU)."""
-    return {"eager_step_ops": eager_step_operations(params["preset"])}
+    model dispatches at this preset's shape (the chapter's notes on timing a step on a GPU), and
+    the batch-1 floor with the weights stored in bfloat16, int8 and int4."""
+    cfg, card = PRESETS[params["preset"]], CARDS[params["card"]]
+    out = {"eager_step_ops": eager_step_operations(params["preset"])}
+    for fmt in dt.WEIGHT_FORMATS:  # the batch-1 floor, weights alone, in each number format
+        w = dt.weight_bytes_as(cfg, fmt)
+        out[f"weights_gb_{fmt}"] = w / GB
+        out[f"floor_ms_{fmt}"] = float(Fraction(w) / card.bandwidth * 1000)
+        out[f"floor_tok_s_{fmt}"] = float(card.bandwidth / Fraction(w))
+    return out
 
 
 @cache

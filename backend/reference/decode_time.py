@@ -15,6 +15,7 @@ Units: bytes, FLOPs and seconds, as exact fractions until the caller rounds.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -48,6 +49,20 @@ def step_time(config: ModelConfig, card: Card, batch: int, context: int) -> Frac
     compute = sum(flops_per_step(config, batch, context)) / card.peak_flops
     return max(read, compute)
 # --8<-- [end:step]
+
+
+# --8<-- [start:formats]
+# Bytes a weight takes in each number format: bfloat16 2; int8 1 (its per-row scales, one
+# 16-bit number per output row, add under 0.1% and are left out); int4 half a byte plus a 16-bit
+# scale for each group of 128 weights (the common group size of GPTQ and AWQ checkpoints), 4.125
+# bits. Every weight is counted in the format, the embedding and output layer too.
+WEIGHT_FORMATS = {"bfloat16": Fraction(2), "int8": Fraction(1), "int4": Fraction(33, 64)}
+
+
+def weight_bytes_as(config: ModelConfig, fmt: str) -> int:
+    """Bytes of the model's weights stored in `fmt`, rounded up to whole bytes."""
+    return math.ceil(count_parameters(config).total * WEIGHT_FORMATS[fmt])
+# --8<-- [end:formats]
 
 
 # --8<-- [start:ridge]

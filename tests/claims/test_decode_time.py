@@ -4,6 +4,7 @@ The page's figures, the reading line and a student's reading are in test_decode_
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from fractions import Fraction
 
@@ -302,3 +303,36 @@ def test_the_step_reads_more_than_the_cards_name():
     assert (f"{at64['bytes_gb']:.1f}", f"{at64['card_gb']:.1f}", at64["card_reported_gib"]) == \
         ("84.8", "85.0", "79.15")
     assert at64["card_gb"] == pytest.approx(79.15 * 2 ** 30 / 1e9)
+
+
+def facts(**p):
+    return dr.facts(dr.SPEC.resolve(p))
+
+
+def test_card_time_is_money():
+    """'A card that costs P dollars an hour and serves X tokens a second in all spends
+    P / (3600 X) dollars on each token ... at $2.00 an hour, Llama 3 8B's tokens cost at least
+    $4.67 per million with one user and $0.36 per million with 64, the same ratio as the card
+    time'."""
+    one, many = v(), v(batch=64)
+    assert one["price"] == 2.0
+    for w in (one, many):
+        assert w["dollars_per_million"] == pytest.approx(2.0 / (3600 * w["tok_s_total"]) * 1e6)
+    assert (f"{one['dollars_per_million']:.2f}", f"{many['dollars_per_million']:.2f}") == ("4.67", "0.36")
+    assert one["dollars_per_million"] / many["dollars_per_million"] == pytest.approx(
+        one["card_ms_per_token"] / many["card_ms_per_token"])
+    assert v(price=4.0)["dollars_per_million"] == pytest.approx(2 * one["dollars_per_million"])
+
+
+def test_fewer_bytes_a_weight_lower_the_floor_in_proportion():
+    """The weight formats' table: int8 a byte a weight, int4 half a byte plus a 16-bit scale per
+    128 weights; the floor in proportion. Llama 3 8B's published count, 8,030,261,248
+    parameters, is the int8 size in bytes."""
+    f = facts()
+    assert f["weights_gb_int8"] * 1e9 == 8_030_261_248
+    assert f["weights_gb_bfloat16"] * 1e9 == 2 * 8_030_261_248 == v()["weights_gb"] * 1e9
+    assert f["weights_gb_int4"] * 1e9 == math.ceil(8_030_261_248 * (4 + 16 / 128) / 8)
+    assert f["floor_ms_int8"] == pytest.approx(f["floor_ms_bfloat16"] / 2)
+    assert f["floor_ms_int4"] == pytest.approx(f["floor_ms_bfloat16"] * 33 / 128, rel=1e-9)
+    assert f["floor_ms_bfloat16"] == pytest.approx(v()["floor_ms"])
+    assert (f"{f['floor_ms_int8']:.2g}", f"{f['floor_ms_int4']:.2g}") == ("3.9", "2")
