@@ -10,7 +10,8 @@ from __future__ import annotations
 from backend.compute.spec import Output, Param, WidgetSpec
 from backend.compute.style import COLORS, SERIES, base_layout
 from backend.reference import kv_levers
-from backend.reference.kv_levers import LEVERS
+from backend.reference.kv_levers import BASE, LEVERS, MLA_LATENT, MLA_ROPE
+from backend.reference.latent_attention import step_flops
 
 SPEC = WidgetSpec(
     name="kv_levers",
@@ -47,6 +48,13 @@ def compute(params: dict) -> dict:
                        f"{lever.key}_held_per_token": user / t,
                        f"{lever.key}_cut": base / user,
                        f"{lever.key}_saving_vs_mha": 1 - user / kv_levers.user_bytes("mha", t)})
+    # latent attention at decode: rebuilding every cached token's keys and values per step,
+    # against scoring the latents with the key matrix taken into the query (one layer's FLOPs)
+    mla = step_flops(BASE.n_heads, BASE.d_head, MLA_LATENT, t)
+    values.update({"mla_expanded_gflops": mla.expanded / 1e9,
+                   "mla_absorbed_gflops": mla.absorbed / 1e9,
+                   "mla_absorbed_saving": mla.expanded / mla.absorbed,
+                   "mla_numbers_per_token": MLA_LATENT + MLA_ROPE})  # per layer, all heads
     return {"values": values, "figure": _figure(values), "table": _table(values),
             "summary": _summary(values)}
 

@@ -309,3 +309,17 @@ def test_how_request_lengths_are_drawn_and_cut():
     first = [next(s) for s in [request_stream(0, 256, 1024, 1)] for _ in range(2000)]
     prompts = [r.prompt for r in first]
     assert abs(sum(prompts) / len(prompts) / 128 - 1) < 0.1
+
+
+def test_latent_attention_decodes_over_the_latents():
+    """'Every head then reads the same 576 cached numbers per token and layer ... For one layer at
+    32,768 tokens, in this model's shape, that is 2.16 GFLOP per step instead of 275 (128 times
+    less).' The algebra and the counts are held to PyTorch in tests/reference/test_latent_attention.py."""
+    v = lv()
+    assert v["context_len"] == 32768 and v["mla_numbers_per_token"] == 576
+    assert v["mla_numbers_per_token"] * 2 * 32 == v["mla_bytes_per_token"]  # bfloat16, 32 layers
+    assert (f"{v['mla_absorbed_gflops']:.3g}", f"{v['mla_expanded_gflops']:.3g}",
+            f"{v['mla_absorbed_saving']:.0f}") == ("2.16", "275", "128")
+    # rebuilding grows with the cache as fast as scoring it: the saving holds at every length
+    for t in (1024, 8192, 131072):
+        assert lv(context_len=t)["mla_absorbed_saving"] > 100
