@@ -339,7 +339,8 @@ def _summary(params, v) -> str:
              + (f" and “{v['before_text']}”" if v["before_text"] else "")
              + f": step {v['step']} drew “{v['drawn_shown']}” (probability {v['drawn_prob']:.1%} after "
                f"the settings, {v['drawn_prob_raw']:.1%} at τ = 1; {v['kept_tokens']:,} "
-               f"{'token' if v['kept_tokens'] == 1 else 'tokens'} left to draw from). The cache holds {v['cache_positions']} positions, "
+               f"{'token' if v['kept_tokens'] == 1 else 'tokens'} left to draw from). "
+               f"The cache holds {v['cache_positions']} positions, "
                f"{v['cache_bytes']:,} bytes.")
     if "cached_ms" in v:
         words += (f" The cached step took {v['cached_ms']:.1f} ms; recomputing all "
