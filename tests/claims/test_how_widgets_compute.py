@@ -37,10 +37,11 @@ def test_a_gpu_ceiling_is_each_workers_share_of_the_free_memory(monkeypatch, fre
     """'On a GPU, "memory" is one worker's share of what torch.cuda.mem_get_info reports free
     when the server starts: the free bytes divided by the number of workers that share the card
     (WEB_CONCURRENCY, times the replicas that share it, BOOK_GPU_REPLICAS)'; 'a GPU with 80 GB
-    free, served by 2 workers ..., would allow T = 50,000 for one head in float32, and one with 141 GB free T = 66,379; ... A server of one worker has
-    the whole card to itself: T = 70,710 and T = 93,874 at one head; more workers each get less.'
-    The server's own path, on a pretend card: device.memory_bytes asks mem_get_info and reads
-    WEB_CONCURRENCY, budgets.memory_budget takes its share, and the memory rule's ceiling follows."""
+    free, served by 2 workers ..., would allow T = 50,000 for one head in float32, and one with
+    141 GB free T = 66,379; ... A server of one worker has the whole card to itself: T = 70,710
+    and T = 93,874 at one head; more workers each get less.' The server's own path, on a pretend
+    card: device.memory_bytes asks mem_get_info and reads WEB_CONCURRENCY, budgets.memory_budget
+    takes its share, and the memory rule's ceiling follows."""
     from backend import budgets, device
     from backend.compute import attention_cost as w
     from backend.reference import attention_cost as ac

@@ -135,13 +135,14 @@ def test_a_preempted_request_keeps_its_tokens_and_prefills_them_again_in_one_pas
 
 
 def test_preemptions_cost_short_prefills_and_their_count_is_the_schedulers():
-    """"That happened 203 times ..., but cheaply: a request sent back had generated 5.3 tokens on
-    average, where answers are drawn around 128, so each costs one prefill pass again, over its
-    prompt and those few tokens, not the steps of a whole answer. How often it happens is the
-    scheduler's choice more than paging's. The replay admits whatever fits and keeps no block in
-    reserve; keep 1% of the blocks free at admission, as vLLM's block manager does, and the same stream is sent back 53 times, with about as many requests
-    running (4.1 times the contiguous scheme's)." And the summary: "the price is requests sent
-    back when blocks run out, their prompt and the tokens they had generated prefilled again"."""
+    """"That happened 203 times ..., but cheaply: a request sent back had generated 5.3 tokens
+    on average, where answers are drawn around 128, so each costs one prefill pass again, over
+    its prompt and those few tokens, not the steps of a whole answer. How often it happens is
+    the scheduler's choice more than paging's. The replay admits whatever fits and keeps no
+    block in reserve; keep 1% of the blocks free at admission, as vLLM's block manager does, and
+    the same stream is sent back 53 times, with about as many requests running (4.1 times the
+    contiguous scheme's)." And the summary: "the price is requests sent back when blocks run
+    out, their prompt and the tokens they had generated prefilled again"."""
     v = pv()
     assert v["output_mean_len"] == 128 and v["watermark_share"] == 0.01
     assert 0 < v["paged_victim_mean_written"] < v["output_mean_len"] / 10
