@@ -23,7 +23,8 @@ AGREED = {"HOST", "PORT", "WEB_CONCURRENCY", "BOOK_CPUS", "BOOK_THREADS", "BOOK_
           "BOOK_SITE_DIR", "BOOK_MAX_BODY_BYTES", "BOOK_MAX_CONCURRENT",
           "BOOK_COMPUTE_WAIT_SECONDS", "BOOK_HEAVY_WAIT_SECONDS", "BOOK_RATE_LIMIT",
           "BOOK_CACHE_URL", "BOOK_CACHE_PASSWORD", "BOOK_CACHE_TTL_SECONDS", "BOOK_CORS_ORIGINS", "BOOK_API_URL",
-          "BOOK_HF_CHECKPOINT", "BOOK_TIMING_LOCK", "BOOK_TRUSTED_PROXIES", "BOOK_METRICS"}
+          "BOOK_HF_CHECKPOINT", "BOOK_TIMING_LOCK", "BOOK_TRUSTED_PROXIES", "BOOK_METRICS",
+          "BOOK_ERRATA_URL", "BOOK_GPU_REPLICAS"}
 
 BAD = [
     ("WEB_CONCURRENCY", "abc", "whole number"),
@@ -32,6 +33,8 @@ BAD = [
     ("BOOK_THREADS", "4.5", "whole number"),
     ("BOOK_ACCESS_LOG", "maybe", "1/true/yes/on"),
     ("BOOK_METRICS", "public", "1/true/yes/on"),
+    ("BOOK_ERRATA_URL", "javascript:alert(1)", "http(s) URL"),
+    ("BOOK_GPU_REPLICAS", "0", "from 1 to 64"),
     ("BOOK_DEVICE", "tpu", "cpu, cuda or cuda:N"),
     ("BOOK_MAX_BODY_BYTES", "-1", "from 256 to"),
     ("BOOK_MAX_CONCURRENT", "two", "whole number"),
