@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmark: the lecture hall (compose.yaml at its shipped settings) under a class of readers.
 # Brings the stack up with podman-compose on loopback, waits for it, runs load.py against
-# nginx, and takes the stack down again; `make bench-compose` runs it (needs root and podman,
+# nginx (first asking once for the settings the pages offer their heavy widgets, as `make
+# prewarm` does before class: the timing widgets are measured then, once for every replica),
+# and takes the stack down again; `make bench-compose` runs it (needs root and podman,
 # as tests/deploy/test_compose.py). Recorded, not asserted: tests/benchmarks/results/
 # load_compose.json and .md.
 #
@@ -40,6 +42,6 @@ done
 echo "the stack answered after $(( $(date +%s) - t0 )) s; 20 s more for every replica to warm"
 sleep 20
 "$PY" tests/benchmarks/load.py --url "http://127.0.0.1:$BOOK_HTTP_PORT" --site "$SITE" \
-  --levels "${LEVELS:-1000}" --duration "${DURATION:-40}" \
+  --levels "${LEVELS:-1000}" --duration "${DURATION:-40}" --prewarm \
   --out tests/benchmarks/results/load_compose.json \
   --note "${NOTE:-compose.yaml at its shipped settings (replicas, workers, threads, rate limit: its defaults) under podman on this machine, the load generator beside it}"

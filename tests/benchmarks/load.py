@@ -159,7 +159,7 @@ async def reader(plan: Plan, records: list, rng: random.Random, start_at: float,
             # a widget, then one of its sliders: a widget with six sliders is not six widgets
             moves = plan.by_widget(plan.heavy if heavy else plan.light)
             move = rng.choice(moves[rng.choice(sorted(moves))])
-            cls = "api-heavy" if heavy else "api-light"
+            cls = "api-timing" if move.timing else "api-heavy" if heavy else "api-light"
             body = move.body(rng, plan.repeat_share)
             if plan.post:  # the pages' way before the GET route (kept for before/after)
                 await _timed(session, records, cls, "POST", f"{plan.base}/api/widgets/"
@@ -251,6 +251,11 @@ def main() -> None:
     ap.add_argument("--post", action="store_true", help="send slider moves as POSTs, as the "
                     "pages did before the GET route (no browser cache): the before of a "
                     "before/after")
+    ap.add_argument("--pages", default="", help="comma-separated chapters the readers open "
+                    "(e.g. kv-cache,cost,paged-kv): a class on those pages, moving their widgets")
+    ap.add_argument("--prewarm", action="store_true", help="before the first level, ask the "
+                    "server for every setting the plan's pages offer for their heavy widgets "
+                    "(what `make prewarm` does before class), and record how long it took")
     ap.add_argument("--out", default=str(RESULTS / "load.json"))
     args = ap.parse_args()
     site = Path(args.site)
@@ -265,14 +270,26 @@ def main() -> None:
                                               "heavy_share": args.heavy_share,
                                               "repeat_share": args.repeat_share,
                                               "moves_as": "POST" if args.post else "GET",
+                                              "pages": args.pages, "prewarm": args.prewarm,
                                               "think_s": [1, 3], "server_env": env},
               "levels": []}
 
     def run_all(server: Server | None, base: str):
-        plan = make_plan(site, base, args.heavy_share, args.repeat_share)
+        plan = make_plan(site, base, args.heavy_share, args.repeat_share,
+                         [p for p in args.pages.split(",") if p] or None)
         plan.post = args.post
         result["pages"] = sorted(plan.pages)
         result["moves"] = [f"{m.widget}.{m.param}" for m in plan.light + plan.heavy]
+        if args.prewarm:
+            from backend.prewarm import warm_server
+
+            todo = [(m.widget, s) for m in plan.heavy for s in m.offered]
+            t0 = time.monotonic()
+            counts = warm_server(todo, base, timeout=600)
+            result["prewarm"] = {"settings": len(todo), **counts,
+                                 "seconds": round(time.monotonic() - t0, 1),
+                                 "widgets": sorted({n for n, _ in todo})}
+            print("prewarm:", json.dumps(result["prewarm"]), flush=True)
         for readers in (int(x) for x in args.levels.split(",")):
             wait_healthy(base, None)
             la = os.getloadavg()

@@ -55,8 +55,14 @@ class Move:
     everywhere: list  # every stop of the slider that the spec accepts from the defaults
     shared: list  # the few stops the whole class is told to try
     defaults: dict = field(default_factory=dict)
+    # A widget whose moves go to the settings its page offers (whole settings, resolved):
+    # `param` is then "offered", and `everywhere` / `shared` are unused.
+    offered: list = field(default_factory=list)
+    timing: bool = False  # a measured widget (SPEC.measured): its own request class
 
     def body(self, rng: random.Random, repeat_share: float) -> dict:
+        if self.offered:
+            return dict(rng.choice(self.offered))
         pool = self.shared if rng.random() < repeat_share else self.everywhere
         return {**self.defaults, self.param: rng.choice(pool)}
 
@@ -69,23 +75,52 @@ class Move:
                           for k, v in body.items()})
 
 
-# Heavy widgets a class drags: which slider, from which settings. Timing widgets, text boxes
-# and model switches are left out: a reader does not drag them.
+# Heavy widgets a class drags: which slider, from which settings. Text boxes and model switches
+# are left out: a reader does not drag them.
 HEAVY_MOVES = {
     "attention_map": ("head", {"average": False}),
     "sampling": ("temperature", {}),
     "parity": ("seq_len", {}),
-    "sequential_vs_parallel": ("factor", {}),
+    "sequential_vs_parallel": ("factor", {}),  # a timing, which the factor only redraws
+    "head_roles": ("head", {}),
+    "induction_lab": ("ablate", {}),
+    "paged_kv": ("block_size", {}),
 }
+# Heavy widgets whose moves go to the settings their page offers: its presets, baked points and
+# the settings its text names (backend/app/offered.py; what `make prewarm` warms and the server
+# keeps for the release). The timing widgets' settings are measured once each, before class or
+# by their first reader; a class that asked each for a new setting would be a queue of
+# measurements (seconds each, one at a time on the host), which is not a capacity but a wait.
+OFFERED_MOVES = ("kv_decode", "attention_cost", "generation_steps", "attention_sink")
+# Heavy widgets outside the plan, and why: they train models for tens of seconds a setting,
+# and their pages carry every setting they offer, baked.
+LEFT_OUT = ("train_live", "training_checkpoints")
+
+
+def offered_settings(site: Path | None, names) -> dict[str, list[dict]]:
+    """The settings the built pages offer for each named widget (resolved by its spec)."""
+    from backend.app import offered
+
+    named = offered.manifest_settings(site) if site is not None else []
+    out: dict[str, list[dict]] = {}
+    for name, params in offered.resolve_all(named, set(names)):
+        out.setdefault(name, []).append(params)
+    return out
 
 
 def plan_moves(widgets: set[str] | None = None, shared_stops: int = 8,
-               spread: int = 64) -> list[Move]:
-    """One Move per (widget, numeric slider) the book has; every value checked by the spec."""
+               spread: int = 64, site: Path | None = None) -> list[Move]:
+    """One Move per (widget, numeric slider) the book has, and one per offered-settings widget
+    (OFFERED_MOVES, from the site's manifest); every value checked by the spec."""
     from backend.compute import REGISTRY
     from backend.compute.spec import ParamError
 
     moves = []
+    offered = offered_settings(site, [n for n in OFFERED_MOVES
+                                      if widgets is None or n in widgets])
+    for name, settings in offered.items():
+        moves.append(Move(name, True, "offered", [], [], offered=settings,
+                          timing=REGISTRY[name].SPEC.measured))
     for name, module in REGISTRY.items():
         if widgets is not None and name not in widgets:
             continue
@@ -133,7 +168,8 @@ def plan_moves(widgets: set[str] | None = None, shared_stops: int = 8,
                 continue
             shared = [ok[round(i * (len(ok) - 1) / (shared_stops - 1))] for i in range(shared_stops)]
             moves.append(Move(name, heavy, p["name"], ok, sorted(set(shared), key=ok.index),
-                              {k: v for k, v in (chosen[1] if chosen else {}).items()}))
+                              {k: v for k, v in (chosen[1] if chosen else {}).items()},
+                              timing=spec.measured))
     return moves
 
 
@@ -178,9 +214,15 @@ def site_assets(site: Path, base: str, paths: list[str]) -> dict[str, list[str]]
 
 
 def make_plan(site: Path, base: str, heavy_share: float = 0.05,
-              repeat_share: float = 0.7) -> Plan:
+              repeat_share: float = 0.7, only_pages: list[str] | None = None) -> Plan:
+    """`only_pages`: the readers open these chapters only (their URL paths' last part, e.g.
+    kv-cache), and move those pages' widgets only: a class on the heavy pages."""
     pages = {p: w for p, w in pages_with_widgets(site).items() if w}
-    moves = plan_moves({w for ws in pages.values() for w in ws})
+    if only_pages:
+        pages = {p: w for p, w in pages.items() if p.strip("/").split("/")[-1] in only_pages}
+        if not pages:
+            raise ValueError(f"no built page with widgets is named {only_pages}")
+    moves = plan_moves({w for ws in pages.values() for w in ws}, site=site)
     return Plan(base, pages, site_assets(site, base, list(pages)),
                 [m for m in moves if not m.heavy], [m for m in moves if m.heavy],
                 heavy_share=heavy_share, repeat_share=repeat_share)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-CLASSES = ("page", "asset", "api-light", "api-heavy")
+CLASSES = ("page", "asset", "api-light", "api-heavy", "api-timing")  # timing: SPEC.measured
 
 
 @dataclass
@@ -78,6 +78,12 @@ def markdown(result: dict) -> str:
     lines = [f"# Load benchmark ({result['date']})", "",
              f"Server: {result['server']}. Machine: {result['cpus']} CPUs, load average before "
              f"the run {result['load_average_before']}. {result['note']}", ""]
+    if result.get("prewarm"):
+        w = result["prewarm"]
+        lines += [f"Before the first level, the {w['settings']} settings the pages offer for "
+                  f"their heavy widgets ({', '.join(w['widgets'])}) were asked once, as `make "
+                  f"prewarm` does: {w['warmed']} computed, {w['already']} already cached, "
+                  f"{w['failed']} failed, {w['seconds']} s.", ""]
     for level in result["levels"]:
         lines += [f"## {level['readers']} readers, {level['duration_s']} s: "
                   f"{level['throughput_rps']} requests/s, errors {level['errors_by_status'] or 'none'}",
