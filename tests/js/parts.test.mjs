@@ -1,15 +1,17 @@
 // The runtime's other pure parts: the baked stand-in (baked.js), the server's spec taken in
-// (live-spec.js), the result's request (api.js), the notebook link (actions.js) and the status
-// line's words (render.js).
+// (live-spec.js), the result's request and a busy server's wait (api.js), the notebook link
+// (actions.js), the status line's words (render.js) and the phone layout (theme.js).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { notebookHref } from "../../widgets/runtime/actions.js";
-import { MAX_GET_LINE, requestLineLength, resultRequest } from "../../widgets/runtime/api.js";
+import { MAX_GET_LINE, RETRY_MAX_MS, RETRY_MIN_MS, busy, requestLineLength, resultRequest,
+         retryAfterMs } from "../../widgets/runtime/api.js";
 import { nearestBaked, unbaked } from "../../widgets/runtime/baked.js";
 import { intoRange, mergeSpec } from "../../widgets/runtime/live-spec.js";
 import { statusText } from "../../widgets/runtime/render.js";
+import { NARROW_MARGIN, narrowFigure } from "../../widgets/runtime/theme.js";
 
 const { specs } = JSON.parse(readFileSync(new URL("./cases/spec.json", import.meta.url), "utf8"));
 const defaults = (spec) => Object.fromEntries(spec.params.map((p) => [p.name, p.default]));
@@ -109,4 +111,37 @@ test("the status line says where a result came from, claiming no compute for a c
   assert.equal(statusText(live, { precomputed: "offline", why: "no answer in time" }, "n = 8"),
                "no answer in time, so this is the nearest result baked into the page: n = 8.");
   assert.match(statusText(live, { precomputed: "built" }, ""), /^computed when the book was built/);
+});
+
+test("a busy server's Retry-After, in seconds or as a date, is the wait, within bounds", () => {
+  assert.ok(busy(429) && busy(503) && !busy(400) && !busy(500) && !busy(200));
+  const now = Date.UTC(2026, 11, 6, 12, 0, 0);
+  assert.equal(retryAfterMs("5", now), 5000);
+  assert.equal(retryAfterMs(" 30 ", now), 30000);
+  assert.equal(retryAfterMs(new Date(now + 7000).toUTCString(), now), 7000);
+  assert.equal(retryAfterMs("0", now), RETRY_MIN_MS, "never at once: that would hammer it");
+  assert.equal(retryAfterMs(new Date(now - 7000).toUTCString(), now), RETRY_MIN_MS);
+  assert.equal(retryAfterMs("86400", now), RETRY_MAX_MS);
+  // none, or one that does not parse: 2 s, doubling with each busy answer in a row
+  for (const value of [null, undefined, "", "soon", "-3", "1.5"]) {
+    assert.equal(retryAfterMs(value, now), 2000, String(value));
+  }
+  assert.deepEqual([0, 1, 2, 10].map((n) => retryAfterMs(null, now, n)),
+                   [2000, 4000, 8000, RETRY_MAX_MS]);
+});
+
+test("the phone layout keeps the book's margins, and a wider right one a figure asks for", () => {
+  const fig = { data: [{ type: "bar" }, { type: "heatmap" }],
+                layout: { height: 400, margin: { l: 120, r: 80, t: 30, b: 40 } } };
+  const plain = narrowFigure(fig).layout;
+  assert.deepEqual(plain.margin, { ...NARROW_MARGIN, t: 30, b: 40 }, "the wide layout's sides go");
+  const asks = narrowFigure({ ...fig, narrow: { height: 600, margin: { r: 60, t: 50 } },
+                              narrow_traces: [null, { colorbar: { len: 1 } }] });
+  assert.deepEqual(asks.layout.margin, { l: NARROW_MARGIN.l, r: 60, t: 50, b: 40 });
+  assert.equal(asks.layout.height, 600);
+  assert.deepEqual(asks.data, [{ type: "bar" }, { type: "heatmap", colorbar: { len: 1 } }]);
+  // less than the book's right margin is not taken: the phone's width is too precious
+  assert.equal(narrowFigure({ ...fig, narrow: { margin: { r: 2 } } }).layout.margin.r,
+               NARROW_MARGIN.r);
+  assert.deepEqual(fig.layout.margin, { l: 120, r: 80, t: 30, b: 40 }, "the figure is not changed");
 });

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, mock, test } from "node:test";
 
-import { Scheduler, outcome } from "../../widgets/runtime/scheduler.js";
+import { MAX_RETRIES, Scheduler, outcome } from "../../widgets/runtime/scheduler.js";
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));  // promise callbacks run
 
@@ -156,10 +156,10 @@ test("an answer carries the time of the change and of the request", async () => 
   assert.deepEqual([how.inputAt, how.sentAt, how.sent], [10, 420, { x: 2 }]);
 });
 
-test("outcome: drawn, dropped, refused in words, or a baked stand-in", () => {
+test("outcome: drawn, dropped, refused in words, a baked stand-in, or a busy server's wait", () => {
   const ok = { resp: { ok: true, status: 200 }, body: { figure: {} } };
   const refused = { resp: { ok: false, status: 400 }, body: { error: "too long", param: "t" } };
-  const failed = { resp: { ok: false, status: 503 }, body: { error: "busy" } };
+  const failed = { resp: { ok: false, status: 500 }, body: { error: "a bug" } };
   const garbled = { resp: { ok: true, status: 200 }, body: null };
   assert.equal(outcome(ok, false), "show");
   assert.equal(outcome(ok, true), "show");
@@ -167,4 +167,68 @@ test("outcome: drawn, dropped, refused in words, or a baked stand-in", () => {
   assert.equal(outcome(failed, false), "fallback");
   assert.equal(outcome(garbled, false), "fallback");
   for (const a of [refused, failed, garbled]) assert.equal(outcome(a, true), "drop");
+  // a 429 is no refusal of the reader's input (it was read as one: the controls went back),
+  // and a busy answer is said even when the reader has moved on (that setting waits too)
+  for (const status of [429, 503]) {
+    const busy = { resp: { ok: false, status }, body: { error: "busy" } };
+    assert.equal(outcome(busy, false), "busy");
+    assert.equal(outcome(busy, true), "busy");
+  }
+});
+
+// A busy answer (429 or 503) with its Retry-After header, in seconds (null: none).
+function busyAnswer(h, i, status, retryAfter) {
+  const headers = { get: (k) => (k.toLowerCase() === "retry-after" ? retryAfter : null) };
+  h.requests[i].resolve({ resp: { ok: false, status, headers }, body: { error: "busy" } });
+}
+
+test("a busy server is asked again only after its Retry-After, whatever the reader does", async () => {
+  const h = harness();
+  h.move(2);
+  busyAnswer(h, 0, 503, "5");
+  await tick();
+  assert.equal(h.log.at(-1)[2].retryIn, 5000);
+  assert.ok(h.scheduler.holding);
+  h.move(3);
+  h.move(4);
+  mock.timers.tick(4999);
+  assert.equal(h.requests.length, 1, "nothing leaves during the wait");
+  mock.timers.tick(1);
+  assert.deepEqual(h.requests.map((r) => r.sent.x), [2, 4], "then the newest setting");
+  h.answer(1);
+  await tick();
+  assert.equal(h.log.at(-1)[2].retryIn, undefined);
+  assert.ok(h.scheduler.idle && !h.scheduler.holding);
+});
+
+test("a busy answer's setting is asked again by itself, at most MAX_RETRIES times in a row", async () => {
+  const h = harness();
+  h.move(2);
+  for (let i = 0; i < MAX_RETRIES; i++) {
+    busyAnswer(h, i, 429, "2");
+    await tick();
+    assert.equal(h.log.at(-1)[2].retryIn, 2000);
+    mock.timers.tick(2000);
+    assert.equal(h.requests.length, i + 2, "asked again after the wait");
+  }
+  busyAnswer(h, MAX_RETRIES, 429, "2");
+  await tick();
+  assert.equal(h.log.at(-1)[2].retryIn, null, "it stops asking by itself");
+  mock.timers.tick(60000);
+  assert.equal(h.requests.length, MAX_RETRIES + 1);
+  h.move(3);  // a reader's move asks again (the wait is over)
+  assert.deepEqual(h.requests.at(-1).sent, { x: 3 });
+});
+
+test("without a Retry-After the waits double", async () => {
+  const h = harness();
+  h.move(2);
+  const waits = [];
+  for (let i = 0; i < 3; i++) {
+    busyAnswer(h, i, 503, null);
+    await tick();
+    waits.push(h.log.at(-1)[2].retryIn);
+    mock.timers.tick(waits[i]);
+  }
+  assert.deepEqual(waits, [2000, 4000, 8000]);
 });

@@ -28,6 +28,30 @@ export function resultRequest(api, spec, params, base) {
                    body: JSON.stringify(params) } };
 }
 
+/* A 429 (too many requests from this address) or a 503 (the server is busy, or its model is
+ * loading) asks the page to come back later; every other answer is final for its setting. */
+export function busy(status) { return status === 429 || status === 503; }
+
+// How long a busy server's page waits before asking again: what its Retry-After says, kept
+// between these bounds (a "0" would make the page hammer it; a date a day off is a broken clock,
+// and a reader should not wait longer than this without moving a control).
+export const RETRY_MIN_MS = 1000, RETRY_MAX_MS = 120000;
+// Without a Retry-After: 2 s, then twice as long at each busy answer in a row.
+const RETRY_FIRST_MS = 2000;
+
+/* The wait, in ms, that a busy answer's Retry-After header (`value`: delay-seconds or an
+ * HTTP-date, RFC 9110 section 10.2.3) asks for, `now` being Date.now(); after `attempt` busy
+ * answers in a row without one (or with one that does not parse), a doubling wait. Never less
+ * than RETRY_MIN_MS nor more than RETRY_MAX_MS. */
+export function retryAfterMs(value, now, attempt = 0) {
+  const text = value === null || value === undefined ? "" : String(value).trim();
+  let ms = NaN;
+  if (/^\d+$/.test(text)) ms = Number(text) * 1000;
+  else if (text && /[a-z]/i.test(text)) ms = Date.parse(text) - now;
+  if (!Number.isFinite(ms)) ms = RETRY_FIRST_MS * Math.pow(2, Math.max(0, attempt));
+  return Math.min(RETRY_MAX_MS, Math.max(RETRY_MIN_MS, Math.round(ms)));
+}
+
 /* Ask for `params`' result: resolves with {resp, body, url, timing} (body null when it is not
  * JSON or could not be read; timing: when the headers and the body were in, its bytes, when it
  * was parsed), rejects when there is no answer (unreachable, or aborted by `signal`). */

@@ -5,6 +5,7 @@
 import { el } from "./dom.js";
 import { liveSpecs } from "./live-spec.js";
 import { keepPlotlyStyles, whenPlotly } from "./plotly.js";
+import { PRINT_PX } from "./render.js";
 import { NARROW_PX, forgetPageBg, merge, themed } from "./theme.js";
 import { Widget } from "./widget.js";
 
@@ -200,6 +201,22 @@ export function landOnWidget() {
   }).catch(function () {});
 }
 
+/* Printing (Ctrl+P, the browser's menu): each widget's figure drawn again at the paper's
+ * width before the page is laid out for print, and at the screen's after. The print
+ * stylesheet's zoom does the same only where typed attr() works (Chromium 133+). */
+var printing = false;
+export function watchPrint() {
+  if (printing) return;
+  printing = true;
+  var each = function (width) {
+    document.querySelectorAll("[data-widget]").forEach(function (root) {
+      if (root.widget) root.widget.figure.printAt(width);
+    });
+  };
+  window.addEventListener("beforeprint", function () { each(PRINT_PX); });
+  window.addEventListener("afterprint", function () { each(0); });
+}
+
 export function onPage() {
   var fresh = shownPath !== window.location.pathname;
   shownPath = window.location.pathname;
@@ -212,4 +229,5 @@ export function onPage() {
   drawNotebookFigures();
   keepPlotlyStyles();
   watchScheme();
+  watchPrint();
 }

@@ -10,11 +10,14 @@ import { PLOTLY } from "./vendor.js";
 // of plotly's "Share chart" (an upload to Plotly Cloud; the book's own link is a button).
 export var PLOT_CONFIG = { displaylogo: false, modeBarButtons: [["toImage", "resetScale2d"]] };
 // On a touch screen a swipe over a figure scrolls the page: no drag-zoom, no pinch or scroll
-// zoom, no double-tap reset. A tap still reads a value (hover labels).
+// zoom, no double-tap reset. A tap still reads a value (hover labels). No toolbar either: it is
+// always shown there, over the figure's title and bars, and its two buttons do nothing a touch
+// reader needs (the axes are fixed; the book's own buttons share the setting).
 export var COARSE = typeof window !== "undefined" &&
   !!(window.matchMedia && window.matchMedia("(pointer: coarse)").matches);
 export var TOUCH_CONFIG = Object.assign({}, PLOT_CONFIG, { scrollZoom: false, doubleClick: false,
-                                                           showAxisDragHandles: false });
+                                                           showAxisDragHandles: false,
+                                                           displayModeBar: false });
 // Where the build put plotly.js (vendor.js, relative to the runtime's folder).
 const PLOTLY_SRC = new URL(PLOTLY, import.meta.url).href;
 

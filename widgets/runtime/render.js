@@ -5,7 +5,12 @@ import { still } from "./controls.js";
 import { el } from "./dom.js";
 import { formatValue } from "./format.js";
 import { COARSE, PLOT_CONFIG, TOUCH_CONFIG, whenPlotly } from "./plotly.js";
-import { NARROW_PX, merge, themed } from "./theme.js";
+import { NARROW_PX, narrowFigure, themed } from "./theme.js";
+
+// The width a figure is drawn at for the paper (beforeprint): inside the text column of A4
+// (718 px at a browser's default 10 mm margins) and of US Letter (739 px), with room for the
+// page's own print padding.
+export const PRINT_PX = 680;
 
 /* One widget's plot. It owns the result it draws, the widths it draws at (kept by a
  * ResizeObserver: reading clientWidth at every draw would force a layout of the whole page),
@@ -19,6 +24,7 @@ export class Figure {
   #result = null;       // the result drawn, or waiting for plotly.js to be drawn
   #width = 0;           // the widget's: under NARROW_PX the figure takes its phone layout
   #plotWidth = 0;       // the plot's, passed to plotly.js so it need not measure the page
+  #printWidth = 0;      // while printing: the paper's width, if narrower than the plot's
   #clickBound = false;
   #labelled = false;
 
@@ -76,28 +82,53 @@ export class Figure {
     this.#div.textContent = "";
   }
 
+  /* No figure yet: a placeholder saying `text`, as tall as `like`'s figure (a result of the
+   * same widget) would be drawn here, so the page does not jump when the figure comes. */
+  placeholder(text, like) {
+    this.clear();
+    const height = (like && like.figure && this.#layout(like.figure).layout.height) || 450;
+    const p = el("p", { "class": "tw-placeholder" }, text);
+    p.style.height = `${height}px`;
+    this.#div.appendChild(p);
+    whenPlotly().catch(() => {});  // fetched meanwhile: the figure is drawn when its answer is in
+  }
+
+  /* Draw for the paper (`width`: beforeprint) or for the screen again (0: afterprint). A
+   * figure drawn wider than the paper's column is drawn again at the column's width and
+   * shrunk in proportion, its text kept at its size: every browser prints it whole (the print
+   * stylesheet's zoom needs Chromium 133's typed attr()). */
+  printAt(width) {
+    const drawnAt = (w) => (w && this.#plotWidth > w ? w : this.#plotWidth);
+    const before = drawnAt(this.#printWidth);
+    this.#printWidth = width;
+    if (this.#result && drawnAt(width) !== before) this.redraw();
+  }
+
+  /* The figure's data and layout for this plot's width: the phone layout under NARROW_PX. */
+  #layout(fig) {
+    if (this.#width && this.#width < NARROW_PX) return narrowFigure(fig);
+    return { data: fig.data, layout: { ...fig.layout } };
+  }
+
   #plot(Plotly, result) {
     if (this.#result !== result) return undefined;  // a newer result arrived meanwhile
     const t0 = performance.now();
-    const fig = result.figure;
-    let layout = { ...fig.layout }, data = fig.data;
-    if (this.#width && this.#width < NARROW_PX) {
-      // A figure may carry a patch for phone screens (e.g. stack side-by-side panels), and
-      // one per trace for what lives on a trace (a heatmap's colour bar).
-      layout = merge(layout, fig.narrow || {});
-      layout.margin = { ...layout.margin, l: 45, r: 5 };
-      if (fig.narrow_traces) {
-        data = data.map((trace, i) => merge(trace, fig.narrow_traces[i] || {}));
-      }
-    }
+    // A figure may carry a patch for phone screens (e.g. stack side-by-side panels).
+    const { data, layout } = this.#layout(result.figure);
     // The width we know, so plotly.js need not measure the page.
     layout.autosize = false;
     if (this.#plotWidth) layout.width = this.#plotWidth;
     if (!layout.height) layout.height = 450;
+    if (this.#printWidth && layout.width > this.#printWidth) {
+      layout.height = Math.round(layout.height * this.#printWidth / layout.width);
+      layout.width = this.#printWidth;
+    }
     const t = themed(data, layout);
     if (COARSE) still(t.layout);
     const div = this.#div;
     if (div.textContent && !div.classList.contains("js-plotly-plot")) div.textContent = "";
+    const placeholder = div.querySelector(":scope > .tw-placeholder");
+    if (placeholder) placeholder.remove();
     const t1 = performance.now();
     const done = Plotly.react(div, t.data, t.layout, COARSE ? TOUCH_CONFIG : PLOT_CONFIG);
     const t2 = performance.now();
@@ -150,6 +181,17 @@ export function renderValues(box, outputs, values) {
     said.push(`${o.label} ${text}`);
   }
   return said;
+}
+
+/* The values' labels, with no numbers yet (a shared link's setting on its way). */
+export function renderPending(box, outputs) {
+  box.textContent = "";
+  for (const o of outputs || []) {
+    const row = el("div", { "class": "tw-value", "data-name": o.name });
+    row.appendChild(el("dt", {}, o.label));
+    row.appendChild(el("dd", { "aria-label": "computing" }, "\u2026"));
+    box.appendChild(row);
+  }
 }
 
 /* The figure's data as a real table, in `box` (a closed <details> a screen reader can open). */

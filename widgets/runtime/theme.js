@@ -15,6 +15,27 @@ export function merge(base, patch) {
   return out;
 }
 
+// The phone layout's side margins: the left one holds the y axis's ticks, the right one is
+// as narrow as a plot can do with. A figure whose right edge carries labels (a bar's value
+// outside it, a colour bar's ticks) asks for more with its `narrow.margin.r`.
+export var NARROW_MARGIN = { l: 45, r: 5 };
+
+/* The figure `fig` ({data, layout, narrow, narrow_traces}) in its phone layout, {data,
+ * layout}: its own patch for phones (stacked panels, shorter titles) and one per trace (a
+ * heatmap's colour bar) merged in, then the book's phone margins, keeping a wider right one
+ * the figure asks for. The one place the phone layout is made (pure: tests/js/parts.test.mjs). */
+export function narrowFigure(fig) {
+  var patch = fig.narrow || {}, asked = (patch.margin && patch.margin.r) || 0;
+  var layout = merge(fig.layout || {}, patch);
+  layout.margin = Object.assign({}, layout.margin, NARROW_MARGIN,
+                                { r: Math.max(NARROW_MARGIN.r, asked) });
+  var data = fig.data || [];
+  if (fig.narrow_traces) {
+    data = data.map(function (trace, i) { return merge(trace, fig.narrow_traces[i] || {}); });
+  }
+  return { data: data, layout: layout };
+}
+
 /* Light and dark figure colours come from the server (backend/compute/style.py), written
  * into every page's head by the build hook. */
 var THEME = null;

@@ -11,7 +11,7 @@ import { buildControl, guardTouch, valueText } from "./controls.js";
 import { el } from "./dom.js";
 import { intoRange, mergeSpec } from "./live-spec.js";
 import { COARSE } from "./plotly.js";
-import { Figure, renderTable, renderValues, statusText } from "./render.js";
+import { Figure, renderPending, renderTable, renderValues, statusText } from "./render.js";
 import { Scheduler, outcome } from "./scheduler.js";
 import { canonical, check, effective, isNum, nearest, plain, released, sliderRange, stops,
          toSlider } from "./spec.js";
@@ -53,8 +53,34 @@ export class Widget {
     this.#build();
     this.figure.watchWidth();
     this.applyDepends();
-    this.show(this.baked[0], { precomputed: "built" });
+    // A shared link's setting: never the book's default under the link's controls.
+    if (fromUrl) this.#showOwn();
+    else this.show(this.baked[0], { precomputed: "built" });
     this.linked = fromUrl;  // a shared link: computed once the server's spec is in (adoptSpec)
+  }
+
+  /* The setting on the controls, which the figure does not show (a shared link's, or one the
+   * server's limits moved): its own baked result if the page has one, else a placeholder
+   * until its answer is in. */
+  #showOwn() {
+    const own = this.baked.find((b) => canonical(b.params) === canonical(this.params));
+    if (own) this.show(own, { precomputed: "built" });
+    else this.#pending();
+  }
+
+  /* Nothing to show yet for the setting on the controls (no baked result for it): a
+   * placeholder as tall as the figure will be, the values' labels with no numbers,
+   * and words that say which setting is on its way. show() or fallback() ends it. */
+  #pending() {
+    const setting = this.describe(this.params);
+    this.shown = null;
+    this.figure.placeholder(`Computing the figure for ${setting}\u2026`, this.baked[0]);
+    renderPending(this.valuesBox, this.spec.outputs);
+    this.table.hidden = true;
+    this.summary.textContent = `Computing ${setting}.`;
+    this.root.dataset.source = "pending";
+    this.root.classList.add("tw-pending");
+    this.status.textContent = `Computing ${setting}\u2026`;
   }
 
   effective(p) { return effective(p, this.params, this.labels); }
@@ -303,7 +329,7 @@ export class Widget {
   }
 
   /* An answer came back (Scheduler host): drawn, refused in words, or a baked stand-in. */
-  #answered(answer, { sent, newer, inputAt, sentAt }) {
+  #answered(answer, { sent, newer, inputAt, sentAt, retryIn }) {
     const { body, resp } = answer;
     switch (outcome(answer, newer)) {
       case "show": {
@@ -318,11 +344,27 @@ export class Widget {
       case "refused":
         this.serverRefused(body);  // the reader's input: say what to fix
         break;
+      case "busy":
+        this.#busy(resp, retryIn);
+        break;
       case "fallback":
         this.fallback(body && body.error ? body.error : `HTTP ${resp.status}`, sent);
         break;
       default:  // "drop": for a setting the reader has left; the newer one is on its way
     }
+  }
+
+  /* A busy server (429, 503): the nearest baked result for the setting on the controls, and
+   * when it will be asked again (the scheduler waits as long as the server's Retry-After asks:
+   * `retryIn` ms; null when it has stopped asking by itself). */
+  #busy(resp, retryIn) {
+    const why = resp.status === 429 ? "too many requests came from this address"
+                                    : "it has more work than it can take now";
+    this.fallback(`the server asked the page to wait (HTTP ${resp.status}: ${why})`,
+                  { ...this.params });
+    this.status.textContent += retryIn
+      ? ` It will be asked again in ${Math.max(1, Math.round(retryIn / 1000))} s.`
+      : " Move a control to ask again.";
   }
 
   /* A 400: the figure keeps the last valid setting and says so. Every control but text goes
@@ -332,7 +374,9 @@ export class Widget {
    * unless the refusal is about it. */
   serverRefused(body) {
     let textRefused = false;
-    const shownParams = (this.shown && this.shown.params) || this.baked[0].params;
+    // a shared link's setting refused before anything was drawn: back to the book's own
+    if (!this.shown) this.show(this.baked[0], { precomputed: "built" });
+    const shownParams = this.shown.params || this.baked[0].params;
     for (const q of this.spec.params) {
       if (q.type === "text") {
         if (q.name === body.param) textRefused = true;
@@ -371,7 +415,7 @@ export class Widget {
     this.table.hidden = true;
     this.summary.textContent = "";
     this.root.dataset.source = "precomputed";
-    this.root.classList.remove("tw-built");
+    this.root.classList.remove("tw-built", "tw-pending");
     this.root.classList.add("tw-precomputed", "tw-nobaked");
     this.status.textContent = `${why}, and this page has no precomputed result for ` +
       missing.map((p) => this.describeOne(p, want[p.name])).join(", ") +
@@ -383,7 +427,7 @@ export class Widget {
    * a live answer. */
   show(result, how) {
     this.clearError();
-    this.root.classList.remove("tw-stale", "tw-nobaked");
+    this.root.classList.remove("tw-stale", "tw-nobaked", "tw-pending");
     this.shown = result;
     this.figure.show(result);
     const said = renderValues(this.valuesBox, this.spec.outputs, result.values);
@@ -430,9 +474,11 @@ export class Widget {
    * the server did not answer. Only a control whose range, choices or rules changed is built
    * anew, in its place. The reader's values stay where the server allows them; one it does not
    * moves to the nearest allowed value, a notice says so, and that setting is computed live
-   * (otherwise the baked figure stays until the reader moves). A shared link is computed now,
-   * once its values have been read against the spec that decides them: a value the baked spec
-   * refused is read again against the server's. Whether the server's spec was adopted. */
+   * (otherwise the baked figure stays until the reader moves); until its answer is in, the
+   * figure shows that setting's baked result or a placeholder (showOwn). A shared link is
+   * computed now, once its values have been read against the spec that decides them: a value
+   * the baked spec refused is read again against the server's. Whether the server's spec was
+   * adopted. */
   adoptSpec(live) {
     let moved = live ? this.#adoptParams(live) : null, relinked = false;
     if (moved && this.stickyNotice) {  // the link's setting the baked spec refused, and the
@@ -448,11 +494,18 @@ export class Widget {
     }
     const linked = this.linked;
     this.linked = false;
-    const pending = this.scheduler.inFlight || (this.shown || {}).params;
-    if (((moved && moved.length) || relinked || linked) &&
-        canonical(this.params) !== canonical(pending || {})) {
-      this.scheduler.due();
-    }
+    const inFlight = this.scheduler.inFlight;
+    const showing = canonical((this.shown || {}).params || {}), now = canonical(this.params);
+    // controls the server's spec moved, or a link it let through: the figure follows at once
+    if (((moved && moved.length) || relinked) && !inFlight && now !== showing) this.#showOwn();
+    // A shared link is computed live even where the page had its result baked (a measured
+    // time is this server's, as in the tab the link was copied from); a value the server's
+    // limits moved, unless the figure shows it.
+    const asked = inFlight ? canonical(inFlight) : null;
+    const ask = (linked || relinked)
+      ? now !== (asked || (this.root.dataset.source === "live" ? showing : null))
+      : !!(moved && moved.length) && now !== (asked || showing);
+    if (ask) this.scheduler.due();
     return !!moved;
   }
 
