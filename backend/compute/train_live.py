@@ -210,9 +210,9 @@ def _figure(r: dict, v: dict, rc: tr.RunConfig) -> dict:
                 "matches": "x"},
         yaxis2={"domain": [0, 0.2], "title": {"text": "lr"}, "rangemode": "tozero",
                 "exponentformat": "e"},
+        # the greedy continuation is a value below the figure, not a label in it: 40 bytes of
+        # text would run past a phone's width
         legend={"orientation": "h", "y": -0.25},
-        annotations=[{"text": f"greedy: “{PROMPT}{v['continuation']}”", "showarrow": False,
-                      "x": 0, "y": 1.08, "xref": "paper", "yref": "paper", "xanchor": "left"}],
     )
     return {"data": data, "layout": layout}
 
