@@ -219,6 +219,7 @@ def compute(params: dict) -> dict:
     maps = w[0]  # (h, T, T)
     groups = [i // cfg.n_rep for i in range(h)]  # repeat_kv: KV head j serves heads j*n_rep..
     values = {
+        "n_heads": h, "d_model": d,
         "d_head": cfg.d_head,
         "n_rep": cfg.n_rep,
         "params_attention": count_module(layer),
