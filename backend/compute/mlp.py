@@ -14,7 +14,7 @@ from backend.compute.spec import Depends, Output, Param, WidgetSpec
 from backend.compute.style import COLORS, base_layout
 from backend.reference import counting, presets
 from backend.reference.block import block_parameter_split
-from backend.reference.mlp import gated_width_for_equal_params, swiglu_hidden_size
+from backend.reference.mlp import gated_width_for_equal_params, swiglu_hidden_size, worked_example
 from backend.reference.residual import WIRINGS, activation_norms, gradient_by_layer
 
 MLP_MATRICES = ("gate_proj", "up_proj", "down_proj", "fc1", "fc2")
@@ -270,3 +270,8 @@ def _table(d, d_ff, v, split) -> dict:
                  ["norms in the block", f"{split['norms']:,}"],
                  ["MLP's share of the block", f"{v['mlp_share']:.1%}"]],
     }
+
+
+def facts(params: dict) -> dict:
+    """Values only the prose quotes: the chapter's SwiGLU worked by hand (d = 2, d_ff = 3)."""
+    return {"worked": worked_example()}

@@ -62,3 +62,28 @@ def gated_width_for_equal_params(d_ff_plain: float) -> float:
     """The SwiGLU width with a two-matrix MLP's parameters: 3 d w = 2 d d_ff, so w = 2/3 d_ff."""
     return 2 * d_ff_plain / 3
 # --8<-- [end:equal_width]
+
+
+# --8<-- [start:worked]
+# A SwiGLU small enough to follow by hand: d = 2, d_ff = 3, weights chosen so that each hidden
+# unit shows one behaviour of the gate (wide open, nearly shut, exactly shut).
+WORKED_X = (1.0, 2.0)
+WORKED_GATE = ((2.0, 1.0), (-1.0, -1.0), (0.5, -0.25))   # (d_ff, d): rows are hidden units
+WORKED_UP = ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))
+WORKED_DOWN = ((1.0, 0.0, 1.0), (0.0, 1.0, -1.0))         # (d, d_ff)
+
+
+def worked_example() -> dict[str, list[float]]:
+    """Every intermediate of the book's SwiGLU on WORKED_X, in float64."""
+    layer = SwiGLU(ModelConfig(vocab_size=1, d_model=2, n_layers=1, n_heads=1, d_ff=3)).double()
+    with torch.no_grad():
+        for linear, weights in ((layer.gate_proj, WORKED_GATE), (layer.up_proj, WORKED_UP),
+                                (layer.down_proj, WORKED_DOWN)):
+            linear.weight.copy_(torch.tensor(weights, dtype=torch.float64))
+        x = torch.tensor(WORKED_X, dtype=torch.float64)
+        z = layer.gate_proj(x)
+        gate, up = F.silu(z), layer.up_proj(x)
+        out = layer(x)
+    return {"x": list(WORKED_X), "z": z.tolist(), "gate": gate.tolist(), "up": up.tolist(),
+            "hidden": (gate * up).tolist(), "out": out.tolist()}
+# --8<-- [end:worked]

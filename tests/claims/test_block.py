@@ -328,3 +328,39 @@ def test_the_encoder_decoder_drops_out_in_both_places_like_pytorchs_layer():
     assert sorted(t.shape[-1] for t in ours) == sorted(t.shape[-1] for t in theirs) == [d, d, d_ff]
     hidden = next(t for t in ours if t.shape[-1] == d_ff)
     assert bool((hidden >= 0).all())  # after the ReLU
+
+
+def test_swiglu_worked_by_hand():
+    """The SwiGLU by hand (d = 2, d_ff = 3): every entry of the table from plain arithmetic, not
+    the module; 'The first gate is wide open ... scaled up almost fourfold. The second is nearly
+    shut: ... a small negative number, so its value comes through small and with its sign
+    turned. The third is shut exactly: SiLU(0) = 0, so its value, the largest of the three,
+    contributes nothing.' And the weights the prose names are the ones the code uses."""
+    import math
+    import re
+    from pathlib import Path
+
+    from backend.compute import mlp as mw
+    from backend.reference import mlp as ref
+
+    w = mw.facts(mw.SPEC.resolve({}))["worked"]
+    x = ref.WORKED_X
+    z = [sum(a * b for a, b in zip(row, x)) for row in ref.WORKED_GATE]
+    gate = [t / (1 + math.exp(-t)) for t in z]
+    up = [sum(a * b for a, b in zip(row, x)) for row in ref.WORKED_UP]
+    hidden = [g * u for g, u in zip(gate, up)]
+    out = [sum(a * b for a, b in zip(row, hidden)) for row in ref.WORKED_DOWN]
+    for name, want in (("z", z), ("gate", gate), ("up", up), ("hidden", hidden), ("out", out)):
+        assert w[name] == pytest.approx(want, rel=1e-12, abs=1e-15), name
+    assert w["gate"][0] / w["z"][0] > 0.95 and 3.5 < w["hidden"][0] / w["up"][0] < 4
+    assert -0.5 < w["gate"][1] < 0 and w["hidden"][1] * w["up"][1] < 0
+    assert w["gate"][2] == 0.0 and w["hidden"][2] == 0.0 and w["up"][2] == max(w["up"])
+    text = (Path(__file__).resolve().parents[2] / "docs/chapters/block.md").read_text(encoding="utf-8")
+    section = text.split("By hand, at", 1)[1].split("### How", 1)[0]
+    def rows(label, n):  # the n tuples written as \((a, b)\) after the label
+        after = section.split(label, 1)[1]
+        found = re.findall(r"\\\(\(([-\d., ]+)\)\\\)", after)[:n]
+        return tuple(tuple(float(t) for t in g.split(",")) for g in found)
+    assert rows("gate rows of", 3) == ref.WORKED_GATE
+    assert rows("value rows of", 3) == ref.WORKED_UP
+    assert rows("with rows", 2) == ref.WORKED_DOWN
