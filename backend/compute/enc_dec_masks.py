@@ -97,10 +97,17 @@ def input_scale(d_model: int = 512, n_positions: int = 2048, vocab: int = 26) ->
     pe = sinusoidal_encoding(n_positions, d_model)  # (positions, d)
     emb_rms = float(emb.pow(2).mean().sqrt())
     pe_rms = pe.pow(2).mean(-1).sqrt()  # per position
+    # a table that is also the output layer starts small, as an nn.Linear(d, V) does: entries
+    # uniform in +-1/sqrt(d), an RMS of 1/sqrt(3 d)
+    small = (torch.rand(vocab, d_model, generator=g) * 2 - 1) / d_model ** 0.5
+    small_rms = float(small.pow(2).mean().sqrt())
+    pe_mean = float(pe_rms.mean())
     return {"d_model": d_model, "sqrt_d_model": d_model ** 0.5, "embed_rms": emb_rms,
-            "pe_rms": float(pe_rms.mean()), "pe_rms_spread": float(pe_rms.max() - pe_rms.min()),
-            "ratio_unscaled": emb_rms / float(pe_rms.mean()),
-            "ratio_scaled": d_model ** 0.5 * emb_rms / float(pe_rms.mean())}
+            "pe_rms": pe_mean, "pe_rms_spread": float(pe_rms.max() - pe_rms.min()),
+            "ratio_unscaled": emb_rms / pe_mean,
+            "ratio_scaled": d_model ** 0.5 * emb_rms / pe_mean,
+            "small_rms": small_rms, "small_ratio_unscaled": small_rms / pe_mean,
+            "small_ratio_scaled": d_model ** 0.5 * small_rms / pe_mean}
 
 
 @torch.no_grad()

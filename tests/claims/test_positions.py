@@ -302,3 +302,27 @@ def test_handout_000s_rope_box_reproduces_from_the_seed_0_stream():
     for m, n in ((3, 1), (10, 8), (100, 98), (5, 3)):
         assert f"{float(rope.rotate(q, m) @ rope.rotate(k, n)):.6f}" == "0.142312"
     assert f"{float(q.norm()):.6f}" == "1.821554"
+
+
+def test_why_the_2017_input_is_scaled_by_root_d():
+    """'an output layer's weights start small: at d = 512, drawn as PyTorch's nn.Linear draws
+    them, the entries have an RMS of 0.025, so a word would enter 0.036 times as loud as its
+    position, drowned by it; times sqrt(d) = 22.6 it is 0.81 times as loud, about even. A table
+    started as nn.Embedding starts its own (an RMS of 1.00) needs no factor: it is already 1.42
+    times as loud, and sqrt(d) would make it 32 times.'"""
+    import torch
+
+    from backend.compute.enc_dec_masks import input_scale
+
+    s = input_scale()
+    d = s["d_model"]
+    assert d == 512 and abs(s["pe_rms"] - 2 ** -0.5) < 1e-6
+    # the small start is nn.Linear's own: PyTorch draws its weight uniform in +-1/sqrt(fan_in)
+    linear = torch.nn.Linear(d, 4096)
+    assert abs(float(linear.weight.pow(2).mean().sqrt()) / s["small_rms"] - 1) < 0.05
+    assert abs(s["small_rms"] * (3 * d) ** 0.5 - 1) < 0.05
+    assert s["small_ratio_unscaled"] < 0.1                  # drowned
+    assert 0.5 < s["small_ratio_scaled"] < 2                # about even
+    assert s["ratio_unscaled"] > 1 and s["ratio_scaled"] > 20
+    assert (f"{s['small_rms']:.3f}", f"{s['small_ratio_unscaled']:.3f}", f"{s['small_ratio_scaled']:.2f}",
+            f"{s['ratio_unscaled']:.2f}", f"{s['ratio_scaled']:.0f}") == ("0.025", "0.036", "0.81", "1.42", "32")
