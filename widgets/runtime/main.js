@@ -13,6 +13,12 @@
  * What a reader can rely on:
  * - plotly.js is fetched (async) only on pages with a figure; text, controls and values show
  *   at once and the baked figure is drawn when plotly.js arrives. Notebook figures wait too.
+ * - A shared link's setting is what the widget shows: its baked result at once where the page
+ *   has one, else a placeholder and "Computing ..." until its live answer is in; never the
+ *   book's default figure and values under the link's controls.
+ * - A busy server (429, 503) is asked again only after its Retry-After, and the status says
+ *   when; nothing is sent to it meanwhile.
+ * - Printed, each figure is drawn again at the paper's width (beforeprint), and back after.
  * - A value is checked against the spec (including ranges that follow other controls, see
  *   spec.Depends) before it is sent. An invalid value is refused in the words of the control's
  *   label and the control goes back to the setting the figure shows; a 400 from the server puts
