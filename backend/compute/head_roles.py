@@ -113,6 +113,13 @@ def compute(params: dict) -> dict:
         "scores": {r: (None if s is None else [[round(float(x), 4) for x in row] for row in s])
                    for r, s in scores.items()},
         "chosen": {r: (None if s is None else float(s[layer, head])) for r, s in scores.items()},
+        # by depth: each layer's strongest head per role, and the first layer holding a head
+        # over one half (None: none does)
+        "layer_max": {r: (None if s is None else [round(float(x), 4) for x in s.max(-1).values])
+                      for r, s in scores.items()},
+        "first_layer_over_half": {r: _first_over_half(s) for r, s in scores.items()},
+        "thirds_mean": {r: (None if s is None else [float(part.mean()) for part in s.chunk(3)])
+                        for r, s in scores.items()},
         "group_heads": list(range(group, group + GROUP)),
         "group_scores": {r: (None if s is None else [float(s[layer, k])
                                                      for k in range(group, group + GROUP)])
@@ -120,6 +127,13 @@ def compute(params: dict) -> dict:
     }
     return {"values": values, "figure": _figure(params, e, shown, maps, heads),
             "summary": _summary(params, values), "table": _table(values)}
+
+
+def _first_over_half(s) -> int | None:
+    if s is None:
+        return None
+    layers = (s > 0.5).any(-1).nonzero()
+    return int(layers[0]) if len(layers) else None
 
 
 def _figure(params, e, shown, maps, heads) -> dict:

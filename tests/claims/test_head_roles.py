@@ -104,3 +104,33 @@ def test_smollm2s_row_of_it_is_the_same_in_both_sentences_and_mostly_on_because(
     wide = am.compute(am.SPEC.resolve({"text": am.WIDE, "model": "smollm2"}))["values"]
     assert tired["row"] == wide["row"]
     assert tired["top"][0]["word"] == "because"
+
+
+STORY = ("Alice met Bob at the old mill by the river. Later that night, Alice met Bob at the old "
+         "mill by the river.")
+
+
+def test_shallow_layers_and_deep_layers():
+    """'### Shallow layers and deep layers': the first previous-token head over one half sits in
+    layer 1, the first induction head over one half in layer 17; the deepest layers lean on the
+    first token more and on their neighbours less (the table of thirds); with a phrase that
+    repeats, the induction heads over one half sit in the second half of the model while the
+    previous-token map lights up in its first layers already (the widget's sentence and another
+    repeated one); a text in which no token occurs twice gets no induction map, and the widget
+    says so."""
+    import pytest
+
+    from backend.errors import ParamError
+
+    v = run()
+    first = v["first_layer_over_half"]
+    assert (first["previous_token"], first["induction"]) == (1, 17)
+    for text in (hr.TEXT, STORY):
+        w = run(text=text)
+        deep = [layer for layer, m in enumerate(w["layer_max"]["induction"]) if m > 0.5]
+        assert deep and min(deep) >= hr.LAYERS // 2, text
+        assert w["first_layer_over_half"]["previous_token"] <= 2, text
+        thirds_first, thirds_local = w["thirds_mean"]["first_token"], w["thirds_mean"]["local"]
+        assert thirds_first[2] > max(thirds_first[:2]) and thirds_local[2] < min(thirds_local[:2])
+    with pytest.raises(ParamError, match="no head has an induction score"):
+        hr.compute(hr.SPEC.resolve({"text": "Quick brown foxes jump over lazy dogs near a quiet river."}))
