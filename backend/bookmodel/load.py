@@ -25,12 +25,15 @@ HELDOUT_SENTENCES = Path(__file__).resolve().parent / "heldout_sentences.txt"
 N_HELDOUT = 240
 
 
-def load_model(weights_dir: Path = WEIGHTS_DIR) -> tuple[DecoderLM, Tokenizer]:
-    """The trained DecoderLM in eval mode (on the CPU) and its tokenizer."""
+def load_model(weights_dir: Path = WEIGHTS_DIR,
+               weights_file: str = "model.safetensors") -> tuple[DecoderLM, Tokenizer]:
+    """The trained DecoderLM in eval mode (on the CPU) and its tokenizer. `weights_file`, relative
+    to weights_dir, picks other weights of the same model (a training checkpoint, stored in half
+    precision: copied into the float32 parameters, so the model computes in float32 either way)."""
     cfg = ModelConfig(**json.loads((weights_dir / "config.json").read_text()))
     with isolated_rng():  # every weight is loaded below
         model = DecoderLM(cfg)
-    state = load_file(str(weights_dir / "model.safetensors"))
+    state = load_file(str(weights_dir / weights_file))
     missing, unexpected = model.load_state_dict(state, strict=False)
     # The output head is tied to the embedding, so the file stores that matrix once.
     if unexpected or set(missing) - {"lm_head.weight"}:

@@ -4,6 +4,12 @@ Seeded end to end (tokenizer, initialisation, batches, samples), two CPU threads
 quarter of an hour on a laptop-class CPU. Writes into `--out` (default: the committed
 `weights/` folder) the weights, the tokenizer, `config.json`, `metrics.json` and
 `MODEL_CARD.md`, and draws the loss curve as an SVG for the book.
+
+`--checkpoints 0,25,50,...` also keeps the weights as they stood after each of those steps
+(0: the initialisation) in `OUT/checkpoints/`, in half precision, with a manifest
+(`manifest.json`: step, tokens seen, losses, sha256): the training chapter's "What training
+changes" reads them. Keeping them draws no random number and touches neither the model nor the
+optimiser, so the run with checkpoints is the run without them.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from backend.reference.model import DecoderLM
 
 from . import WEIGHTS_DIR
 from .card import loss_curve_svg, model_card
+from .checkpoints import DTYPES, FOLDER, MANIFEST, checkpoint_name, write_checkpoint
 from .corpus import PACKAGE, PACKAGE_VERSION, split
 from .data import encode_articles, random_batch, sequential_batches
 from .tokenizer import EOT, train_tokenizer
@@ -102,10 +109,63 @@ def samples(model: DecoderLM, tok, seed: int, n_new: int = 40) -> list[dict]:
     return out
 
 
+class Checkpointer:
+    """Saves the weights after chosen steps, with their losses, for the book's step slider.
+
+    Only reads the model: the losses are scored in no_grad eval mode (the model has no dropout,
+    so eval mode changes nothing it computes) on fixed windows, so no RNG is drawn and no
+    parameter or optimiser state moves; the run with checkpoints is bit for bit the run without.
+    """
+
+    def __init__(self, steps, out_dir: Path, dtype: str, tc: TrainConfig, log):
+        self.steps = sorted(set(steps))
+        bad = [s for s in self.steps if not 0 <= s <= tc.steps]
+        if bad:
+            raise ValueError(f"checkpoint steps must lie in 0..{tc.steps}, got {bad}")
+        self.dir = out_dir / FOLDER
+        self.dtype, self.tc, self.log = dtype, tc, log
+        self.entries: list[dict] = []
+
+    def __call__(self, step: int, model: DecoderLM, train_stream, val_stream) -> None:
+        if step not in self.steps:
+            return
+        tc = self.tc
+        entry = {
+            "step": step,
+            "tokens": step * tc.batch_size * tc.seq_len,  # training tokens seen before these weights
+            # both scored alike: the first eval_windows windows of each stream (the curve's val)
+            "train_loss": mean_loss(model, train_stream, tc.seq_len, tc.eval_windows),
+            "val_loss": mean_loss(model, val_stream, tc.seq_len, tc.eval_windows),
+            "file": checkpoint_name(step),
+        }
+        path = self.dir / entry["file"]
+        entry.update(write_checkpoint(model.state_dict(), path, self.dtype, step))
+        self.entries.append(entry)
+        self.write_manifest()  # after every checkpoint: a run stopped early leaves a record too
+        self.log(f"checkpoint {step:5d}  train {entry['train_loss']:.3f}  val {entry['val_loss']:.3f}  "
+                 f"-> {path.name}")
+
+    def write_manifest(self, metrics: dict | None = None) -> None:
+        """The manifest of the checkpoints so far; with the run's metrics, its final loss too."""
+        if not self.entries:
+            return
+        manifest = {
+            "dtype": self.dtype,
+            "seed": self.tc.seed, "steps": self.tc.steps,
+            "loss_windows": self.tc.eval_windows, "seq_len": self.tc.seq_len,
+            **({"final_val_loss": metrics["final"]["val_loss"]} if metrics else {}),
+            "checkpoints": self.entries,
+        }
+        (self.dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
 def train(tc: TrainConfig, out_dir: Path, figure: Path | None = None, log=print,
-          articles: tuple[list, list] | None = None) -> dict:
+          articles: tuple[list, list] | None = None, checkpoints=(),
+          checkpoint_dtype: str = "float16") -> dict:
     """Train, evaluate and write everything to out_dir. `articles` (train, val) replaces the
-    corpus, so tests can run the same code on a few paragraphs."""
+    corpus, so tests can run the same code on a few paragraphs. `checkpoints`: steps whose
+    weights are kept too (see Checkpointer)."""
+    keep = Checkpointer(checkpoints, out_dir, checkpoint_dtype, tc, log)
     torch.set_num_threads(tc.threads)
     torch.manual_seed(tc.seed)
     started, cpu_started = time.time(), time.process_time()
@@ -128,6 +188,7 @@ def train(tc: TrainConfig, out_dir: Path, figure: Path | None = None, log=print,
     )
     gen = torch.Generator().manual_seed(tc.seed)
     log(f"model: {n_params:,} parameters")
+    keep(0, model, train_stream, val_stream)
 
     curve, window = [], []
     for step in range(tc.steps):
@@ -140,6 +201,7 @@ def train(tc: TrainConfig, out_dir: Path, figure: Path | None = None, log=print,
         torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
         opt.step()
         window.append(loss.item())
+        keep(step + 1, model, train_stream, val_stream)
         if (step + 1) % tc.eval_every == 0 or step + 1 == tc.steps:
             point = {
                 "step": step + 1,
@@ -188,6 +250,7 @@ def train(tc: TrainConfig, out_dir: Path, figure: Path | None = None, log=print,
     (out_dir / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     (out_dir / "MODEL_CARD.md").write_text(model_card(metrics))
+    keep.write_manifest(metrics)
     if figure is not None:
         figure.parent.mkdir(parents=True, exist_ok=True)
         figure.write_text(loss_curve_svg(metrics))
@@ -203,10 +266,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--figure", type=Path, default=None,
                         help=f"loss-curve SVG (default: {FIGURE.relative_to(REPO_ROOT)} when --out is the "
                              "committed weights folder, else OUT/loss.svg)")
+    parser.add_argument("--checkpoints", type=_steps, default=(),
+                        help="comma-separated steps whose weights are kept too, e.g. 0,25,50,100 "
+                             "(0 is the initialisation)")
+    parser.add_argument("--checkpoint-dtype", choices=sorted(DTYPES), default="float16",
+                        help="storage precision of the kept checkpoints")
     args = parser.parse_args(argv)
     tc = TrainConfig(steps=args.steps, seed=args.seed, eval_every=args.eval_every)
     figure = args.figure or (FIGURE if args.out.resolve() == WEIGHTS_DIR else args.out / "loss.svg")
-    train(tc, args.out, figure, log=lambda msg: print(msg, flush=True))
+    train(tc, args.out, figure, log=lambda msg: print(msg, flush=True),
+          checkpoints=args.checkpoints, checkpoint_dtype=args.checkpoint_dtype)
+
+
+def _steps(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated step numbers, got {text!r}") from None
 
 
 if __name__ == "__main__":
