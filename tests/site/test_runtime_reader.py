@@ -234,6 +234,32 @@ def test_copy_link_lands_on_the_widget_with_its_setting(browser, server):
     context.close()
 
 
+def test_copy_link_after_back_copies_the_setting_on_screen(browser, server):
+    """Part I review W1: set the river-bank widget's neighbour to savings after a jump to a
+    section, press Back (the address loses the query; the widget still shows savings): the
+    link copied was the default's. It is built from the widget's own setting now."""
+    rb = '[data-widget="river_bank"]'
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
+    page = context.new_page()
+    page.goto(server + "/chapters/self-attention/")
+    page.wait_for_function(f"document.querySelector('{rb}') && document.querySelector('{rb}').widget")
+    page.evaluate("location.hash = 'push-on-it'")
+    page.wait_for_function("location.hash === '#push-on-it'")
+    page.select_option(f'{rb} select[name="neighbour"]', "savings")
+    page.wait_for_function(f"""() => document.querySelector('{rb}').widget.shown
+        && document.querySelector('{rb}').widget.shown.params.neighbour === 'savings'""", timeout=30_000)
+    page.wait_for_function("location.search.includes('river_bank.neighbour=savings')")
+    page.go_back()
+    page.wait_for_function("location.search === ''")
+    assert page.evaluate(f"document.querySelector('{rb}').widget.params.neighbour") == "savings"
+    page.locator(f"{rb} button.tw-copy").click()
+    page.wait_for_function(f"document.querySelector('{rb} button.tw-copy').textContent === 'Link copied'")
+    link = page.evaluate("navigator.clipboard.readText()")
+    assert link == server + "/chapters/self-attention/?river_bank.neighbour=savings#widget-river_bank"
+    context.close()
+
+
 def test_reset_goes_back_to_the_books_setting(page, server):
     open_page(page, server, SCALING, W)
     start = page.locator(f'{W} input[name="d_k-value"]').input_value()

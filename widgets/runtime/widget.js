@@ -140,7 +140,12 @@ export class Widget {
     title.appendChild(document.createTextNode(this.spec.title));
     head.appendChild(title);
     this.actions = new Actions({
-      link: () => settingLink(window.location, this.key, this.root.id),
+      // from the setting on screen, not the address bar: after Back the address may have lost
+      // the query while the widget still shows the reader's setting
+      link: () => settingLink({ origin: window.location.origin, pathname: window.location.pathname,
+                                search: writeSetting(this.spec, this.key, "", this.params,
+                                                     this.baked[0].params) },
+                              this.key, this.root.id),
       notebook: () => notebookHref(this.api, this.spec, this.params),
       notify: (text) => this.setNotice(text),
       say: (text) => { this.announcer.textContent = text; },
