@@ -205,9 +205,10 @@ def widget_notebook(name: str):
     return resp
 
 
-@bp.get("/book-model/<digest>/<filename>")
+@bp.get("/book-model/<digest>/<path:filename>")
 def book_model_file(digest: str, filename: str):
-    """A file of the book's trained weights, for the notebooks that run the model. The path
+    """A file of the book's trained weights (or a training checkpoint, `checkpoints/...`), for
+    the notebooks that run the model. Only the files `book_model_files` lists are served. The path
     names the file's SHA-256 (its first 16 hex digits): a release that retrains the model
     serves it under another path, so a notebook never receives weights it was not made for,
     and the file may be kept for a year."""

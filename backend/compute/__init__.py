@@ -30,6 +30,7 @@ _MODULES = (  # in the order the book meets them
     "training_signal",
     "model_params",
     "sampling",
+    "training_checkpoints",
     "train_live",
     "parity",
     "enc_dec_masks",
