@@ -210,9 +210,7 @@ def _figure(runs: dict, budget: int) -> dict:
              "x": 0, "y": 0.45, "xref": "paper", "yref": "paper", "xanchor": "left",
              "yanchor": "bottom", "showarrow": False}],
         margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        # what a row and a cell are (review P7): the grids have no axes to say it
-        legend={"orientation": "h", "y": -0.05,
-                "title": {"text": "each grid is the arena, row by row:"}},
+        legend={"orientation": "h", "y": -0.05},
     )
     # on a phone the first title in two lines: in one it runs past the figure's edge
     first = {**layout["annotations"][0], "align": "left",
@@ -230,7 +228,8 @@ def _summary(params: dict, v: dict) -> str:
             f"{v['contiguous_running']:.1f} requests run at once; in blocks of "
             f"{params['block_size']}, {v['paged_token_share']:.0%} holds tokens and "
             f"{v['paged_running']:.1f} run at once, with {v['paged_shared_share']:.0%} of the "
-            f"memory holding prompt tokens that several samples read.")
+            f"memory holding prompt tokens that several samples read. Each grid is the arena "
+            f"read row by row, left to right.")
 
 
 def _table(v: dict) -> dict:

@@ -93,7 +93,8 @@ def test_levers_bars_are_linear_and_labelled_and_the_table_says_larger_or_smalle
 
 def test_the_grids_say_what_a_row_and_a_cell_are(client):
     """Review P7: both grids had no axis labels; what is a row, what is a column?"""
-    fig = poster("/api/widgets/paged_kv")(client)["figure"]
+    body = poster("/api/widgets/paged_kv")(client)
+    fig = body["figure"]
     assert "(cell = " in fig["layout"]["annotations"][0]["text"]
-    assert fig["layout"]["legend"]["title"]["text"] == "each grid is the arena, row by row:"
+    assert body["summary"].endswith("Each grid is the arena read row by row, left to right.")
     assert all(fig["layout"][ax]["ticks"] == "" for ax in ("xaxis", "yaxis", "xaxis2", "yaxis2"))
