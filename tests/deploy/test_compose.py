@@ -270,6 +270,52 @@ def test_a_result_computed_by_one_replica_is_cached_for_another(stack):
     assert status == 200 and json.loads(raw)["cached"] is True
 
 
+# Run inside a replica: says it is ready (torch imported), waits for a line on stdin, then takes
+# its timings under the replica's own lock setting and prints their wall-clock intervals.
+_TIMINGS = """
+import json, sys, time
+from backend.compute import measure
+print("ready", flush=True)
+sys.stdin.readline()
+spans = []
+for _ in range(8):
+    with measure.timing_lock(wait=60):
+        t0 = time.time()
+        time.sleep(0.1)
+        spans.append((t0, time.time()))
+    time.sleep(0.03)
+print(json.dumps(spans), flush=True)
+"""
+
+
+def test_the_replicas_take_their_timings_one_at_a_time_on_the_host(stack):
+    """Review L6: each replica's own /tmp made the timing lock per container. Now every replica
+    locks the one folder of the timing-lock volume (BOOK_TIMING_LOCK), so timings taken in the
+    replicas at once, recorded as wall-clock intervals (one kernel, one clock), never overlap,
+    though they interleave."""
+    apps = stack.containers("app")
+    assert len(apps) >= 2
+    procs = [subprocess.Popen(["podman", "exec", "-i", c, "python", "-c", _TIMINGS],
+                              env=stack.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True) for c in apps]
+    try:
+        for p in procs:  # every replica has imported torch before any starts timing
+            assert p.stdout.readline().strip() == "ready"
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        per_replica = [[tuple(x) for x in json.loads(p.communicate(timeout=120)[0])]
+                       for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    spans = sorted(x for r in per_replica for x in r)
+    assert not [(a, b) for a, b in zip(spans, spans[1:]) if b[0] < a[1]]
+    firsts, lasts = [r[0][0] for r in per_replica], [r[-1][1] for r in per_replica]
+    assert max(firsts) < min(lasts), "the replicas did not contend: nothing was tested"
+
+
 def test_the_proxy_serves_the_book_compressed_and_caches_the_api(stack):
     status, headers, raw = http("GET", stack.base + "/chapters/scaling/",
                                 headers={"Accept-Encoding": "gzip"})
