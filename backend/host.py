@@ -7,7 +7,6 @@ import math
 import os
 from pathlib import Path
 
-
 CGROUP_ROOT = "/sys/fs/cgroup"
 PROC_CGROUP = "/proc/self/cgroup"
 

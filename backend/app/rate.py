@@ -19,7 +19,6 @@ from flask import Flask, current_app, request
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 
-
 IPV6_CLIENT_PREFIX = 64  # the prefix one subscriber or LAN is given (RFC 6177)
 
 

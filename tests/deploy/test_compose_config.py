@@ -63,7 +63,9 @@ def run_redis_script(script: str, tmp_path: Path, password: str) -> tuple[int, s
     proc = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=30,
                           env={"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(tmp_path),
                                "REDIS_PASSWORD": password})
-    read = lambda name: (tmp_path / name).read_text() if (tmp_path / name).exists() else ""
+    def read(name):
+        return (tmp_path / name).read_text() if (tmp_path / name).exists() else ""
+
     return proc.returncode, proc.stderr, read("argv"), read("stdin")
 
 

@@ -196,9 +196,9 @@ def test_the_proxy_image_serves_https(tmp_path):
                                             context=insecure) as r:
                     page, headers = r.read(), r.headers
                 break
-            except (urllib.error.URLError, ConnectionError, OSError):
+            except (urllib.error.URLError, ConnectionError, OSError) as err:
                 if time.monotonic() > deadline:
-                    raise AssertionError(podman("logs", name, check=False).stderr[-3000:])
+                    raise AssertionError(podman("logs", name, check=False).stderr[-3000:]) from err
                 time.sleep(0.5)
         assert b"<html" in page.lower() and "max-age=31536000" in headers["Strict-Transport-Security"]
         # the certificate is the one made for the default names, and it is not trusted by default
