@@ -45,8 +45,9 @@ SPEC = WidgetSpec(
     name="train_live",
     try_next=(
         "Set `break_it` to labels not shifted: the training loss falls almost to zero, and the "
-        "continuation below the figure is one byte repeated. Then try `lr` 0.1: the loss stalls "
-        "at the level of a model that knows only how often each byte occurs."
+        "continuation below the figure is one byte repeated, and its loss on the next byte is "
+        "worse than a uniform guess. Then move the seed: the same recipe ends anywhere from near "
+        "the byte-frequency line to well below it, a spread larger than most breaks change."
     ),
     title="Train a tiny model, live",
     description=f"A byte-level DecoderLM (d = {BASE.d_model}, {BASE.n_layers} layers) trained for "
@@ -75,12 +76,15 @@ SPEC = WidgetSpec(
               help="Draws the initial weights and the batches: one seed, one curve."),
     ),
     outputs=(
-        Output("loss_step0", "loss at step 0", ".3f", "nats"),
-        Output("final_train", "final training loss", ".3f", "nats"),
-        Output("final_val", "final validation loss", ".3f", "nats"),
-        Output("val_bits_per_byte", "validation bits per byte", ".2f"),
-        Output("val_perplexity", "validation perplexity", ".1f"),
+        Output("loss_step0", "validation loss at step 0", ".3f", "nats"),
+        Output("final_train", "final training loss (the run's own labels)", ".3f", "nats"),
+        Output("final_val", "final validation loss (the run's own labels)", ".3f", "nats"),
+        # the real task whatever the run trained on: for the unshifted bug these differ
+        Output("val_next_byte", "final validation loss on the next byte", ".3f", "nats"),
+        Output("val_bits_per_byte", "next-byte bits per byte", ".2f"),
+        Output("val_perplexity", "next-byte perplexity", ".1f"),
         Output("max_grad_norm", "largest gradient norm", ".2f"),
+        Output("clipped_share", "steps clipped", ".1%"),
         Output("continuation", "greedy continuation of “The city of”", ""),
     ),
     bake=({"break_it": "no_warmup"}, {"break_it": "no_clipping"}, {"break_it": "unshifted"},
@@ -136,11 +140,18 @@ def run(rc: tr.RunConfig, small: bool = False) -> dict:
             "train_eval_loss": r.train_eval_loss, "continuation": text, "val_next_byte": val_next}
 
 
-def summarise(r: dict) -> dict:
+def summarise(r: dict, grad_clip: float | None = BASE.grad_clip) -> dict:
     val = r["val_loss"][-1]
+    nxt = r["val_next_byte"]  # bits and perplexity are of the real task, the next byte
+    norms = r["grad_norm"]
     return {"loss_step0": r["val_loss"][0], "final_train": r["train_eval_loss"][-1],
-            "final_val": val, "val_bits_per_byte": val / math.log(2),
-            "val_perplexity": math.exp(val), "best_val": min(r["val_loss"]),
+            "final_val": val,
+            "val_bits_per_byte": None if nxt is None else nxt / math.log(2),
+            "val_perplexity": None if nxt is None else math.exp(nxt), "best_val": min(r["val_loss"]),
+            # the share of steps whose gradient norm was above the clip (whether or not clipped)
+            "clipped_share": (sum(n > grad_clip for n in norms) / len(norms)
+                              if norms and grad_clip is not None else 0.0),
+            "median_grad_norm": sorted(norms)[len(norms) // 2] if norms else None,
             "best_val_step": r["eval_steps"][r["val_loss"].index(min(r["val_loss"]))],
             "max_grad_norm": max(r["grad_norm"], default=0.0), "continuation": r["continuation"],
             "val_next_byte": r["val_next_byte"],
@@ -152,7 +163,7 @@ def compute(params: dict) -> dict:
     rc = run_config(params)
     r = run(rc)
     train_ids, _, _ = texts()
-    v = {**summarise(r), "uniform_loss": math.log(tr.BYTE_VOCAB), "unigram_loss": unigram_loss(train_ids),
+    v = {**summarise(r, rc.grad_clip), "uniform_loss": math.log(tr.BYTE_VOCAB), "unigram_loss": unigram_loss(train_ids),
          "eval_steps": r["eval_steps"], "val_curve": r["val_loss"],
          "train_eval_curve": r["train_eval_loss"], "tokens_seen": STEPS * rc.batch_size * SEQ_LEN,
          "shifted": rc.shifted}
@@ -161,12 +172,24 @@ def compute(params: dict) -> dict:
 
 
 def _summary(v: dict, rc: tr.RunConfig) -> str:
-    return (f"Training loss falls from {v['loss_step0']:.2f} nats at step 0 to "
-            f"{v['final_train']:.2f}; validation ends at {v['final_val']:.2f} nats "
-            f"({v['val_bits_per_byte']:.2f} bits per byte). Guessing uniformly over 256 bytes scores "
+    if v["diverged_at"] is None:
+        head = (f"The validation loss goes from {v['loss_step0']:.2f} nats at step 0 to "
+                f"{v['final_val']:.2f} (the training text: {v['final_train']:.2f})")
+        head += ("" if rc.shifted else
+                 "; on the next byte, the real task, it ends at "
+                 f"{v['val_next_byte']:.2f}")
+        head += f", {v['val_bits_per_byte']:.2f} bits per next byte."
+    else:
+        head = f"The validation loss starts at {v['loss_step0']:.2f} nats."
+    over = ("" if v["diverged_at"] is not None or not rc.shifted
+            or v["val_perplexity"] <= tr.BYTE_VOCAB else
+            f" Its perplexity, {v['val_perplexity']:.0f}, is above 256: it ends worse than a "
+            "uniform guess, still paying for a confident start.")
+    return (head + over + f" Guessing uniformly over 256 bytes scores "
             f"{v['uniform_loss']:.2f}; knowing only byte frequencies, {v['unigram_loss']:.2f}."
             + ("" if rc.shifted else " The labels are not shifted: each position is scored on the "
-               "byte it already sees, so the loss says nothing about predicting the next one.")
+               "byte it already sees, so its own loss says nothing about predicting the next one; "
+               "on the next byte it is worse than a uniform guess.")
             + (f" The run diverged at step {v['diverged_at']}: its loss was no longer a number, "
                "and it stopped there." if v["diverged_at"] is not None else
                f" Greedy continuation of “{PROMPT}”: “{v['continuation']}”."))
@@ -180,7 +203,8 @@ def _table(r: dict) -> dict:
 
 
 def _figure(r: dict, v: dict, rc: tr.RunConfig) -> dict:
-    top = max(max(r["train_loss"]), v["uniform_loss"]) * 1.05
+    highest = max(max(r["train_loss"], default=0.0), v["uniform_loss"])
+    top = min(highest * 1.05, Y_CAP)
     data = [
         {"type": "scatter", "mode": "lines", "x": r["steps"], "y": r["train_loss"],
          "name": "training batch", "line": {"color": COLORS["scaled"], "width": 1}, "opacity": 0.5,
@@ -205,7 +229,7 @@ def _figure(r: dict, v: dict, rc: tr.RunConfig) -> dict:
         height=460,
         xaxis={"domain": [0, 1], "anchor": "y", "range": [0, STEPS], "showticklabels": False},
         yaxis={"domain": [0.3, 1], "title": {"text": "loss (nats per byte)"},
-               "range": [0, min(top, 25)]},
+               "range": [0, top]},
         xaxis2={"domain": [0, 1], "anchor": "y2", "range": [0, STEPS], "title": {"text": "step"},
                 "matches": "x"},
         yaxis2={"domain": [0, 0.2], "title": {"text": "lr"}, "rangemode": "tozero",
@@ -214,7 +238,14 @@ def _figure(r: dict, v: dict, rc: tr.RunConfig) -> dict:
         # text would run past a phone's width
         legend={"orientation": "h", "y": -0.25},
     )
+    if highest > Y_CAP:  # say so, rather than draw a loss off the chart unannounced
+        layout["annotations"] = [{
+            "x": 0, "y": Y_CAP, "xref": "x", "yref": "y", "xanchor": "left", "yanchor": "top",
+            "showarrow": False, "text": f"highest batch loss {highest:.1f} nats, above the chart"}]
     return {"data": data, "layout": layout}
+
+
+Y_CAP = 25  # nats: the chart's top; a sigma = 2 start (about 32) would flatten every other curve
 
 
 # ------------------------------------------------------------------ the chapter's measurements
@@ -237,6 +268,56 @@ def _init_stats(std: float, n_layers: int, scale_residual: bool) -> dict:
 
 
 INIT_STDS = (0.02, 0.2, 1.0)
+HUGE_INIT = 2.0  # the sigma slider's top
+SEEDS = tuple(range(6))  # the breaks measured over these seeds: 30 runs, about 2-3 s each
+BREAK_RUNS = {"recipe": {}, "no_warmup": {"warmup_steps": 0}, "no_clipping": {"grad_clip": None},
+              "big_init": {"init_std": 1.0}, "high_lr": {"lr": 0.1}}
+PLATEAU = 0.05  # nats: a final loss this close to the byte-frequency loss has not left it
+
+
+def _over_seeds() -> dict:
+    """Each break's final validation loss on every seed, beside the recipe's on the same seed:
+    one seed alone cannot tell a break's cost from the seed's luck."""
+    train_ids, val_ids, _ = texts()
+    def final(rc: tr.RunConfig) -> float:  # the default seed's runs are the widget's, cached
+        r = run(rc) if rc.seed == BASE.seed else vars(tr.train(rc, train_ids, val_ids))
+        return r["val_loss"][-1] if r["diverged_at"] is None else math.nan  # nan: it diverged
+
+    finals = {name: [final(BASE.replace(seed=seed, **change)) for seed in SEEDS]
+              for name, change in BREAK_RUNS.items()}
+    recipe, floor = finals["recipe"], unigram_loss(train_ids)
+    out = {"n_seeds": len(SEEDS), "recipe_spread": max(recipe) - min(recipe),
+           "recipe_plateau": sum(abs(x - floor) < PLATEAU for x in recipe)}
+    for name, xs in finals.items():
+        diffs = [x - y for x, y in zip(xs, recipe, strict=True)]
+        out[name] = {"finals": xs, "mean": sum(xs) / len(xs), "min": min(xs), "max": max(xs),
+                     "worse": sum(d > 0 for d in diffs), "mean_diff": sum(diffs) / len(diffs)}
+    return out
+
+
+@torch.no_grad()
+def _step0_own_byte() -> dict:
+    """The untrained model (the default run's seed-0 draw) on the validation windows: its loss
+    on each position's own byte and on the next one, and how often its top guess is its input.
+    The output matrix is the tied embedding, so a position whose vector is still close to its
+    input's embedding scores that byte high."""
+    _, val_ids, _ = texts()
+    model = tr.build_model(BASE.model_config(), torch.Generator().manual_seed(BASE.seed))
+    model.eval()
+    n = len(val_ids) // SEQ_LEN
+    windows = val_ids[: n * SEQ_LEN].view(n, SEQ_LEN)  # (n, T)
+    logits = model(windows).logits  # (n, T, 256)
+    return {"own": tr.lm_loss(logits, windows, shifted=False).item(),
+            "next": tr.lm_loss(logits, windows, shifted=True).item(),
+            "own_top": (logits.argmax(-1) == windows).float().mean().item()}
+
+
+def _adam_spike_bound(betas=(0.9, 0.95)) -> float:
+    """How far one Adam step moves a weight, in units of lr, when its gradient suddenly becomes
+    huge after many small ones: m is about (1 - b1) g and v about (1 - b2) g^2, so the move is
+    (1 - b1) / sqrt(1 - b2) of lr, whatever the spike's size."""
+    b1, b2 = betas
+    return (1 - b1) / math.sqrt(1 - b2)
 BIG_INIT, HIGH_LR = 1.0, 0.1  # the chapter's "too large" initial scale and learning rate
 CHINCHILLA = 20  # compute-optimal tokens per parameter, about (Hoffmann et al. 2022, Table 3)
 DEPTHS = (2, 8, 32)
@@ -256,6 +337,7 @@ def _facts() -> dict:
     growth = [{"n_layers": n, "scaled": _init_stats(0.02, n, True)["stream_growth"],
                "unscaled": _init_stats(0.02, n, False)["stream_growth"]} for n in DEPTHS]
     default = summarise(run(BASE))
+    default_run = run(BASE)
     unshifted = summarise(run(BASE.replace(shifted=False)))
     # the unshifted model scored on the real objective: what it learned about the next byte
     train_ids, val_ids, small_ids = texts()
@@ -269,6 +351,12 @@ def _facts() -> dict:
         "no_warmup": summarise(run(BASE.replace(warmup_steps=0))),
         "no_clipping": summarise(run(BASE.replace(grad_clip=None))),
         "big_init": summarise(run(BASE.replace(init_std=BIG_INIT))),
+        "huge_init": summarise(run(BASE.replace(init_std=HUGE_INIT))),
+        "lr_top": summarise(run(BASE.replace(lr=SPEC.param("lr").max))),
+        "seeds": _over_seeds(), "step0_own": _step0_own_byte(),
+        "adam_spike": _adam_spike_bound(),
+        "default_norms": {"median": summarise(default_run)["median_grad_norm"],
+                          "max": max(default_run["grad_norm"])},
         "high_lr": summarise(run(BASE.replace(lr=HIGH_LR))),
         "overfit": {"train_bytes": len(small_ids), "steps": overfit["eval_steps"],
                     "val": overfit["val_loss"], "train": overfit["train_eval_loss"],
@@ -285,7 +373,11 @@ def _facts() -> dict:
                  "init_std": BASE.init_std, "steps": BASE.steps, "batch_size": BASE.batch_size,
                  "seq_len": BASE.seq_len, "d_model": BASE.d_model, "n_layers": BASE.n_layers,
                  "eval_every": BASE.eval_every, "min_lr_ratio": BASE.min_lr_ratio,
-                 "high_lr": HIGH_LR, "big_init": BIG_INIT},
+                 "high_lr": HIGH_LR, "big_init": BIG_INIT, "huge_init": HUGE_INIT,
+                 "lr_top": SPEC.param("lr").max, "seeds": SEEDS[-1], "seed": SEEDS[0], "plateau": PLATEAU,
+                 "y_cap": Y_CAP},
+        # how many steps Adam's v remembers a squared gradient for: 1 / (1 - beta2)
+        "adam_memory": 1 / (1 - 0.95),
         "e3": math.exp(3),
         # how much more text the book's model read than the tiny one, in bytes
         "book_text_ratio": scale["book"]["train_text_bytes"] / len(train_ids),
@@ -330,7 +422,9 @@ def _scale_facts() -> dict:
     book["flops_per_cpu_second_sci"] = sci(book["flops_per_cpu_second"])
     book["bytes_per_token"] = _bytes_per_token()
     book["tokens_per_param"] = book_tokens / book["params"]
+    # an estimate: its training tokens times bytes per token measured on other (held-out) text
     book["train_text_bytes"] = m["corpus"]["train_tokens"] * book["bytes_per_token"]
+    book["train_text_mb"] = round(book["train_text_bytes"] / 1e6, 1)
     book["val_bits_per_byte"] = book["final_val"] / math.log(2) / book["bytes_per_token"]
     models = {}
     for name, tokens in TRAINING_TOKENS.items():

@@ -53,6 +53,11 @@ def test_defaults_train_and_the_labels_bug_collapses_the_loss(client):
     bug = post(client, break_it="unshifted")["values"]
     assert bug["final_train"] < 0.2 and bug["shifted"] is False
     assert bug["val_next_byte"] > v["final_val"]  # it learned to copy, not to predict
+    # the widget reports the real task beside the run's own labels, and its bits and perplexity
+    # are of the next byte (before: 0.09 bits per byte and perplexity 1.1 for the copier)
+    assert bug["val_bits_per_byte"] == pytest.approx(bug["val_next_byte"] / math.log(2))
+    assert bug["val_perplexity"] > 256 and v["val_next_byte"] == pytest.approx(v["final_val"])
+    assert {"val_next_byte", "clipped_share"} <= {o.name for o in w.SPEC.outputs}
 
 
 def test_no_warmup_disables_the_warmup_slider_and_means_zero():
@@ -114,8 +119,20 @@ def test_figure_table_and_summary_describe_the_run(client):
                      "byte frequencies only", "learning rate"]
     assert len(r["figure"]["data"][0]["x"]) == w.STEPS
     assert r["figure"]["data"][2]["x"] == list(range(0, w.STEPS + 1, 20))
-    assert len(r["table"]["rows"]) == 11 and "bits per byte" in r["summary"]
+    assert len(r["table"]["rows"]) == 11 and "bits per next byte" in r["summary"]
+    assert r["summary"].startswith("The validation loss goes from")  # not 'Training loss'
+    assert "annotations" not in r["figure"]["layout"]  # nothing off the chart at the defaults
     assert r["values"]["continuation"] in r["summary"]
+
+
+def test_a_loss_above_the_charts_top_is_announced():
+    """sigma = 2 starts near 32 nats: the chart keeps its top at Y_CAP and says what is above it."""
+    r = w.compute(w.SPEC.resolve({"init_std": 2.0}))
+    top = max(r["figure"]["data"][0]["y"])
+    assert top > w.Y_CAP == r["figure"]["layout"]["yaxis"]["range"][1]
+    note = r["figure"]["layout"]["annotations"][0]["text"]
+    assert f"{top:.1f}" in note and "above the chart" in note
+    assert "above 256" in r["summary"]  # its perplexity ends past a uniform guess's
 
 
 def test_a_diverging_run_stops_and_says_so():
