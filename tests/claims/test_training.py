@@ -216,8 +216,6 @@ def test_the_book_models_loop_shares_the_recipe_but_not_the_init():
     every matrix at 0.02, without the smaller 0.02/sqrt(2L)'. (Before: 'exactly this loop'.)"""
     import inspect
 
-    import torch
-
     from backend.bookmodel import train as bt
     from backend.reference.model import DecoderLM
     from backend.reference.rng import isolated_rng
