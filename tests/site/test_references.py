@@ -47,6 +47,8 @@ def test_the_list_and_the_pages_agree(tmp_path, monkeypatch, request):
     with pytest.raises(PluginError, match="nosuch2020"):
         references.on_config({"docs_dir": str(docs)})
     (docs / "chapters" / "a.md").write_text("# A\n\nno citations\n")
+    references.on_config({"docs_dir": str(docs)})  # a partial book, with no bibliography page
+    (docs / "references.md").write_text("# References\n\n{{ bibliography() }}\n")
     with pytest.raises(PluginError, match="no page cites"):
         references.on_config({"docs_dir": str(docs)})
 

@@ -121,8 +121,10 @@ def on_config(config):
     if unknown:
         raise PluginError(f"cited but not in docs/references.yml: {unknown} "
                           f"(in {', '.join(p for k in unknown for p in cited[k])})")
+    # an entry no page cites matters where the bibliography is built: a partial book (a test's
+    # one-chapter build) cites only what its pages do
     unused = sorted(set(entries()) - set(cited))
-    if unused:
+    if unused and (Path(config["docs_dir"]) / PAGE).is_file():
         raise PluginError(f"docs/references.yml lists references no page cites: {unused}")
     return config
 
