@@ -138,13 +138,22 @@ class Param:
                 out.update({k: v for k, v in patch.items() if k != "note"})
                 why = f"when {(labels or {}).get(dep.on, dep.on)} is {_plain(others.get(dep.on))}"
                 out["why"].append(why + (f" ({patch['note']})" if "note" in patch else ""))
-        for lim in self.limits:  # only a limit that binds is named
+        bound = []  # [names, note] of each limit that binds: only those are named
+        for lim in self.limits:
             top = lim.top(self, others, out["min"], out["max"])
             if top < out["max"]:
                 out["max"] = top
-                at = ", ".join(f"{(labels or {}).get(n, n)} = {_plain(others.get(n))}"
-                               for n in lim.names() if n != self.name)
-                out["why"].append(f"at {at}" + (f" ({lim.note})" if lim.note else ""))
+                names = [n for n in lim.names() if n != self.name]
+                # Two rules with one note (a device's memory and work ceilings) are said as one
+                # clause, so the note reads once in the sentence.
+                same = next((b for b in bound if b[1] == lim.note), None)
+                if same:
+                    same[0].extend(n for n in names if n not in same[0])
+                else:
+                    bound.append([names, lim.note])
+        for names, note in bound:
+            at = ", ".join(f"{(labels or {}).get(n, n)} = {_plain(others.get(n))}" for n in names)
+            out["why"].append(f"at {at}" + (f" ({note})" if note else ""))
         return out
 
     def validate_with(self, value: Any, others: dict, labels: dict | None = None) -> Any:

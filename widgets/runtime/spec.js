@@ -131,20 +131,27 @@ export function effective(p, params, labels) {
                    (c[1].note ? " (" + c[1].note + ")" : ""));
     });
   });
-  (p.limits || []).forEach(function (lim) {  // only a limit that binds is named
+  var bound = [];  // {names, note} of each limit that binds: only those are named
+  (p.limits || []).forEach(function (lim) {
     var top = limitTop(lim, p, params, out.min, out.max);
     if (top >= out.max) return;
     out.max = top;
-    var names = [];
+    var note = lim.note || "";
+    // Two rules with one note (a device's memory and work ceilings) make one clause, so the
+    // note reads once in the sentence (as spec.Param.effective says it).
+    var same = bound.filter(function (b) { return b.note === note; })[0];
+    if (!same) bound.push(same = { names: [], note: note });
     lim.terms.forEach(function (t) {
       t[1].forEach(function (f) {
         var n = typeof f === "string" ? f : f[0];
-        if (n !== p.name && names.indexOf(n) < 0) names.push(n);
+        if (n !== p.name && same.names.indexOf(n) < 0) same.names.push(n);
       });
     });
-    out.why.push("at " + names.map(function (n) {
+  });
+  bound.forEach(function (b) {
+    out.why.push("at " + b.names.map(function (n) {
       return ((labels || {})[n] || n) + " = " + plain(params[n]);
-    }).join(", ") + (lim.note ? " (" + lim.note + ")" : ""));
+    }).join(", ") + (b.note ? " (" + b.note + ")" : ""));
   });
   return out;
 }
