@@ -114,7 +114,7 @@ SPEC = WidgetSpec(
     ),
     outputs=(
         Output("bytes_per_token", "cache per token, one user", ",d", "bytes"),
-        Output("per_user_gb", "cache per user at T", ".3g", "GB"),
+        Output("per_user_bytes", "cache per user at T", ",d", "bytes"),  # one unit in the list
         Output("total_bytes", "cache, all users", ",d", "bytes"),
         Output("mha_total_bytes", "same with n_kv = h (MHA)", ",d", "bytes"),
         Output("gqa_saving_factor", "GQA saving (MHA ÷ this)", ".3g", "×"),

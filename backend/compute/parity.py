@@ -58,6 +58,14 @@ FLOOR = 1e-10  # where an exact 0 is drawn on the log axis
 WIDTHS = range(16, 257, 16)  # the width slider's values
 HEADS = range(1, 17)  # the query-head slider's values
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+IDENTICAL = "0 (identical)"  # a difference of exactly 0, said as such (never "0.0e+00")
+
+
+def _diff(x: float) -> str:
+    """A difference as the values list writes it: two significant figures, or identical."""
+    return IDENTICAL if x == 0 else f"{x:.1e}"
+
+
 BROKEN = {  # fault -> what the book's model does instead (the figure's and summary's words)
     "none": "nothing broken",
     "rope_layout": "RoPE on adjacent pairs",
@@ -140,11 +148,11 @@ SPEC = WidgetSpec(
                   "allowed": ("float32",), "note": "the trained model is compared in float32"}}),)),
     ),
     outputs=(
-        Output("max_abs_logit_diff", "largest |Δ logit|", ".1e"),
-        Output("max_abs_attention_diff", "largest |Δ attention weight|", ".1e"),
-        Output("cached_vs_uncached_diff", "largest |Δ logit|, book cached vs Llama full", ".1e"),
-        Output("max_abs_padded_logit_diff", "largest |Δ logit|, left-padded batch", ".1e"),
-        Output("abs_loss_diff", "|Δ loss|", ".1e"),
+        Output("max_abs_logit_diff", "largest |Δ logit|", ".1e", zero=IDENTICAL),
+        Output("max_abs_attention_diff", "largest |Δ attention weight|", ".1e", zero=IDENTICAL),
+        Output("cached_vs_uncached_diff", "largest |Δ logit|, book cached vs Llama full", ".1e", zero=IDENTICAL),
+        Output("max_abs_padded_logit_diff", "largest |Δ logit|, left-padded batch", ".1e", zero=IDENTICAL),
+        Output("abs_loss_diff", "|Δ loss|", ".1e", zero=IDENTICAL),
     ),
     bake=({"n_kv": 8}, {"n_kv": 1}, {"tied": True}, {"seq_len": 64},
           *({"fault": f} for f in FAULTS[1:]), {"dtype": "bfloat16"},
@@ -244,7 +252,7 @@ def _figure(params, r, v, hf_version) -> dict:
     pos = list(range(T))
     changed = [t for t in pos if r.position_argmax_changed[t]]
     y = [max(g, FLOOR) for g in r.position_logit_diff]
-    text = ["0 (identical)" if g == 0 else f"{g:.1e}" for g in r.position_logit_diff]
+    text = [_diff(g) for g in r.position_logit_diff]
     top = max([*r.position_logit_diff, *r.layer_hidden_diff, r.tolerance])
     data = [
         {"type": "scatter", "mode": "lines+markers", "x": pos, "y": y, "text": text,
@@ -300,18 +308,18 @@ def _summary(params, r, v) -> str:
     head = (("With SmolLM2-135M's" if params["model"] == "smollm2" else "With the same")
             + f" {r.n_params:,} weights and {params['seq_len']} tokens in {params['dtype']}"
             + (f", and the book's model broken ({BROKEN[params['fault']]})" if params["fault"] != "none" else "")
-            + f", the largest logit difference is {r.max_abs_logit_diff:.1e}")
+            + f", the largest logit difference is {_diff(r.max_abs_logit_diff)}")
     if r.ok:
-        return (head + f", the largest attention-weight difference {r.max_abs_attention_diff:.1e}, and "
+        return (head + f", the largest attention-weight difference {_diff(r.max_abs_attention_diff)}, and "
                 f"decoding through the book's cache differs from Llama's full forward by at most "
-                f"{r.max_abs_cached_logit_diff:.1e}: every one within tolerance."
+                f"{_diff(r.max_abs_cached_logit_diff)}: every one within tolerance."
                 + (" " + _why_no_effect(params, v) if params["fault"] != "none" else ""))
     return (head + f": {v['n_positions_over_tolerance']} of {v['n_positions']} positions are outside "
-            f"the tolerance (position 0: {v['first_logit_diff']:.1e}, the last: {v['last_logit_diff']:.1e}), "
+            f"the tolerance (position 0: {_diff(v['first_logit_diff'])}, the last: {_diff(v['last_logit_diff'])}), "
             f"the most likely next token changes at {v['n_positions_argmax_changed']} of {v['n_positions']} "
             f"position{'s' if v['n_positions'] != 1 else ''}, and the hidden "
-            f"state differs by {v['first_layer_hidden_diff']:.1e} after layer 0 and "
-            f"{v['last_layer_hidden_diff']:.1e} after the last layer.")
+            f"state differs by {_diff(v['first_layer_hidden_diff'])} after layer 0 and "
+            f"{_diff(v['last_layer_hidden_diff'])} after the last layer.")
 
 
 def _why_no_effect(params, v) -> str:

@@ -233,6 +233,9 @@ class Output:
     label: str
     fmt: str = ".4g"  # a Python format spec; the page mirrors the common ones
     unit: str = ""
+    # What the page writes for a value of exactly 0, where "0.0e+00" would hide that it is
+    # exact (a difference of two results: "0 (identical)").
+    zero: str = ""
 
     def to_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v != ""}

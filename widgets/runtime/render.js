@@ -173,10 +173,13 @@ export function renderValues(box, outputs, values) {
   const said = [];
   for (const o of outputs || []) {
     if (!(o.name in values)) continue;
-    const text = formatValue(values[o.name], o.fmt) + (o.unit ? ` ${o.unit}` : "");
+    const v = values[o.name];
+    const text = o.zero && v === 0 ? o.zero : formatValue(v, o.fmt) + (o.unit ? ` ${o.unit}` : "");
     const row = el("div", { "class": "tw-value", "data-name": o.name });
     row.appendChild(el("dt", {}, o.label));
-    row.appendChild(el("dd", {}, text));
+    // A number and its unit never break ("1.2e-⏎06", "4.67⏎nats"): its label wraps instead.
+    // A long name (a kernel's) still wraps inside its row.
+    row.appendChild(el("dd", typeof v === "number" ? { "class": "tw-num" } : {}, text));
     box.appendChild(row);
     said.push(`${o.label} ${text}`);
   }

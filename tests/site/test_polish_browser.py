@@ -1,0 +1,49 @@
+"""The reader's page, polish (issue 33's P1, P2, P9, P11, P12, P14 from the UX review), in
+Chromium against a built book: what is only seen in a browser.
+
+Each test failed on the book as built before its fix (the runtime and figures of then)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.browser import new_page
+
+pytestmark = pytest.mark.browser
+
+# Every widget on the page drawn (or showing that it has nothing to draw) and none waiting.
+SETTLED = """() => [...document.querySelectorAll('.tw-widget[data-widget]')].every(w =>
+    (w.querySelector('.tw-plot .main-svg') || w.classList.contains('tw-nobaked'))
+    && !w.classList.contains('tw-busy'))"""
+
+# The pages of the widgets the review names, where a value wrapped or was written raw.
+VALUE_PAGES = ["/chapters/positions/", "/chapters/llama/", "/chapters/scaling/",
+               "/chapters/serving/", "/chapters/model/"]
+
+# Each value row whose number (a value with no letters but its unit's) is laid out on more
+# than one line: the text's boxes at more than one height.
+BROKEN_NUMBERS = """() => [...document.querySelectorAll('.tw-value dd')].filter(dd => {
+    const text = dd.textContent.trim();
+    if (!/^[-+−]?[\\d.,]+(e[-+]\\d+)?%?( \\S+)?$/.test(text)) return false;
+    const r = document.createRange();
+    r.selectNodeContents(dd);
+    const tops = new Set([...r.getClientRects()].filter(b => b.width > 0)
+                         .map(b => Math.round(b.top)));
+    return tops.size > 1;
+  }).map(dd => dd.closest('.tw-value').dataset.name + ': ' + dd.textContent)"""
+
+OUTSIDE_WIDGET = """() => [...document.querySelectorAll('.tw-value dd')].filter(dd =>
+    dd.getBoundingClientRect().right > dd.closest('.tw-widget').getBoundingClientRect().right + 0.5)
+  .map(dd => dd.closest('.tw-value').dataset.name + ': ' + dd.textContent)"""
+
+
+@pytest.mark.parametrize("width", [320, 390, 768, 1024])
+def test_no_number_breaks_inside(browser, server, width):
+    """P1: "1.2e-⏎06", "4.67⏎nats", "16,060,522,⏎496 bytes": a number and its unit stay on one
+    line (its label wraps instead), and no value runs out of its widget for it."""
+    with new_page(browser, viewport={"width": width, "height": 900}) as pg:
+        for path in VALUE_PAGES:
+            pg.goto(server + path)
+            pg.wait_for_function(SETTLED, timeout=30_000)
+            assert pg.evaluate(BROKEN_NUMBERS) == [], path
+            assert pg.evaluate(OUTSIDE_WIDGET) == [], path
