@@ -58,3 +58,14 @@ export function formatValue(value, fmt) {
   }
   return text;
 }
+
+/* A value with its unit, as the page shows it: `formatValue` and the unit, except a time in
+ * milliseconds from 1,000 up, which reads in seconds to three figures ("10.1 s", never
+ * "1.01e+04 ms"; whole seconds with commas from 1,000 s). */
+export function withUnit(value, fmt, unit) {
+  if (unit === "ms" && typeof value === "number" && isFinite(value) && Math.abs(value) >= 999.5) {
+    var s = value / 1000;
+    return formatValue(s, Math.abs(s) >= 999.5 ? ",.0f" : ".3g") + " s";
+  }
+  return formatValue(value, fmt) + (unit ? " " + unit : "");
+}

@@ -3,7 +3,7 @@
 
 import { still } from "./controls.js";
 import { el } from "./dom.js";
-import { formatValue } from "./format.js";
+import { formatValue, withUnit } from "./format.js";
 import { COARSE, PLOT_CONFIG, TOUCH_CONFIG, whenPlotly } from "./plotly.js";
 import { NARROW_PX, narrowFigure, themed } from "./theme.js";
 
@@ -174,7 +174,7 @@ export function renderValues(box, outputs, values) {
   for (const o of outputs || []) {
     if (!(o.name in values)) continue;
     const v = values[o.name];
-    const text = o.zero && v === 0 ? o.zero : formatValue(v, o.fmt) + (o.unit ? ` ${o.unit}` : "");
+    const text = o.zero && v === 0 ? o.zero : withUnit(v, o.fmt, o.unit);
     const row = el("div", { "class": "tw-value", "data-name": o.name });
     row.appendChild(el("dt", {}, o.label));
     // A number and its unit never break ("1.2e-⏎06", "4.67⏎nats"): its label wraps instead.
@@ -237,7 +237,7 @@ export function statusText(result, how, at) {
   if (how.precomputed === "offline") {
     return `${how.why}, so this is the nearest result baked into the page: ${at}.`;
   }
-  const trip = `round trip ${Math.round(result.roundTripMs)} ms.`;
+  const trip = `round trip ${withUnit(Math.round(result.roundTripMs), "d", "ms")}.`;
   if (result.cached) {
     // An answer from a cache (the server's, one in front of it, or this browser's): no
     // compute time is claimed for it.
@@ -245,5 +245,5 @@ export function statusText(result, how, at) {
       (result.cachedBy === "browser" ? "your browser's cache" : "the server's cache") +
       ` (nothing recomputed); ${trip}`;
   }
-  return `Computed live on ${result.device} in ${formatValue(result.elapsed_ms, ".3g")} ms; ${trip}`;
+  return `Computed live on ${result.device} in ${withUnit(result.elapsed_ms, ".3g", "ms")}; ${trip}`;
 }
