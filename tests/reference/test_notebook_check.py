@@ -124,7 +124,7 @@ def test_every_standalone_notebook_carries_the_module_as_it_is():
         assert cells[0]["source"] == want, (
             f"{path.name}: its check() differs from backend/reference/notebook_check.py; "
             "run .venv/bin/python -m widgets.build.sync_check")
-        assert cells[0]["metadata"].get("jupyter", {}).get("source_hidden") is True
+        assert cells[0]["metadata"] == sync_check.METADATA  # collapsed, and tagged "checker"
 
 
 def test_sync_check_reports_a_stale_copy_and_rewrites_it(tmp_path, monkeypatch):

@@ -26,6 +26,11 @@ def checker_source() -> str:
     return HEADER + SOURCE.read_text(encoding="utf-8").rstrip("\n")
 
 
+# Collapsed in Jupyter; the tag lets the book's page leave out the cell's text (mkdocs-jupyter's
+# remove_tag_config: remove_input_tags), which the reader of the page has no use for.
+METADATA = {"jupyter": {"source_hidden": True}, "tags": ["checker"]}
+
+
 def checker_cells(nb: dict) -> list[dict]:
     return [c for c in nb["cells"] if c["cell_type"] == "code"
             and "".join(c["source"]).startswith(HEADER.splitlines()[0])]
@@ -50,11 +55,11 @@ def sync(check_only: bool = False) -> list[Path]:
         cells = checker_cells(nb)
         if len(cells) > 1:
             raise SystemExit(f"{path.name}: {len(cells)} checker cells; keep one")
-        if not cells or cells[0]["source"] == want:
+        if not cells or (cells[0]["source"] == want and cells[0]["metadata"] == METADATA):
             continue
         stale.append(path)
         if not check_only:
-            cells[0]["source"] = want
+            cells[0]["source"], cells[0]["metadata"] = want, METADATA
             path.write_text(dump(nb), encoding="utf-8")
     return stale
 
