@@ -47,3 +47,35 @@ def test_no_number_breaks_inside(browser, server, width):
             pg.wait_for_function(SETTLED, timeout=30_000)
             assert pg.evaluate(BROKEN_NUMBERS) == [], path
             assert pg.evaluate(OUTSIDE_WIDGET) == [], path
+
+
+# What each data table's and text description's disclosure looks like, and whether its summary
+# takes the keyboard's focus with a visible ring.
+DISCLOSURES = """() => [...document.querySelectorAll('details.tw-table:not([hidden]), details.tw-alt')]
+  .map(d => {
+    const s = d.querySelector(':scope > summary'), cs = getComputedStyle(d);
+    const before = getComputedStyle(s, '::before');
+    s.focus();
+    const ring = getComputedStyle(s);
+    return {cls: d.className, icon: before.maskImage || before.webkitMaskImage,
+            border: parseFloat(cs.borderLeftWidth), shadow: cs.boxShadow,
+            tint: getComputedStyle(s).backgroundColor,
+            focused: document.activeElement === s,
+            ring: s.matches(':focus-visible') ? ring.outlineStyle + ' ' + ring.outlineWidth : 'none'};
+  })"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_data_tables_and_text_descriptions_are_plain_disclosures(browser, server, scheme):
+    """P2: no admonition look (pencil icon, coloured border, tinted title bar) on "Data table"
+    and "Text description"; each summary still takes the keyboard's focus, with a ring."""
+    with new_page(browser, viewport={"width": 1200, "height": 900}, color_scheme=scheme) as pg:
+        pg.goto(server + "/chapters/cost/")
+        pg.wait_for_function(SETTLED, timeout=30_000)
+        found = pg.evaluate(DISCLOSURES)
+        assert {f["cls"] for f in found} >= {"tw-table", "tw-alt"}, found
+        for f in found:
+            assert f["icon"] in ("none", ""), f
+            assert f["border"] == 0 and f["shadow"] == "none", f
+            assert f["tint"] in ("rgba(0, 0, 0, 0)", "transparent"), f
+            assert f["focused"] and f["ring"] == "solid 3px", f
