@@ -79,3 +79,27 @@ def test_data_tables_and_text_descriptions_are_plain_disclosures(browser, server
             assert f["border"] == 0 and f["shadow"] == "none", f
             assert f["tint"] in ("rgba(0, 0, 0, 0)", "transparent"), f
             assert f["focused"] and f["ring"] == "solid 3px", f
+
+
+# Per widget: the widths of its number boxes, and the right ends of its sliders per column.
+BOXES = """() => [...document.querySelectorAll('.tw-widget[data-widget]')].map(w => {
+    const boxes = [...w.querySelectorAll('.tw-control input[type=number]')];
+    const ends = {};
+    w.querySelectorAll('.tw-control input[type=range]').forEach(s => {
+      const col = Math.round(s.closest('.tw-control').getBoundingClientRect().left);
+      (ends[col] = ends[col] || []).push(Math.round(s.getBoundingClientRect().right));
+    });
+    return {widget: w.dataset.widget,
+            widths: [...new Set(boxes.map(b => Math.round(b.getBoundingClientRect().width)))],
+            ragged: Object.values(ends).filter(e => Math.max(...e) - Math.min(...e) > 1)};
+  })"""
+
+
+@pytest.mark.parametrize("path", ["/chapters/scaling/", "/chapters/cost/", "/chapters/model/"])
+def test_one_number_box_width_per_widget(page, server, path):
+    """P9: scaling's "positions" slider ran 8 px further than "head dim": every number box of a
+    widget is one width, so its sliders end in one line in each column."""
+    page.goto(server + path)
+    page.wait_for_function(SETTLED, timeout=30_000)
+    for w in page.evaluate(BOXES):
+        assert len(w["widths"]) <= 1 and not w["ragged"], w

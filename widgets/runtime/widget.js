@@ -566,9 +566,12 @@ export class Widget {
     this.notice.hidden = !text;
   }
 
-  /* Number boxes wide enough for the longest value of their range (128256, 1048576): a
-   * character per digit, separator or decimal, plus the padding. */
+  /* Number boxes wide enough for the longest value of any range in the widget (128256,
+   * 1048576): a character per digit, separator or decimal, plus the padding. One width for
+   * all of them, so the sliders beside them end in one line (ux review P9). */
   sizeBoxes() {
+    const boxes = [];
+    let widest = 0;
     for (const p of this.spec.params) {
       const c = this.controls[p.name];
       if (!c || !c.box) continue;
@@ -576,8 +579,11 @@ export class Widget {
       if (p.step && p.step % 1) {
         lengths.push(String(p.max).split(".")[0].length + 1 + String(p.step).split(".")[1].length);
       }
-      c.box.style.width = `${Math.max(4, Math.min(12, Math.max(...lengths) + 1))}ch`;
+      widest = Math.max(widest, ...lengths);
+      boxes.push(c.box);
     }
+    const width = `${Math.max(4, Math.min(12, widest + 1))}ch`;
+    for (const box of boxes) box.style.width = width;
   }
 
   /* What a screen reader hears: the result's summary, once the reader has stopped moving. */
