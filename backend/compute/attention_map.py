@@ -276,6 +276,18 @@ def _colorscale() -> list:
     return [[0.0, f"rgba({r},{g},{b},0)"], [0.5, f"rgba({r},{g},{b},0.6)"], [1.0, f"rgba({r},{g},{b},1)"]]
 
 
+def pieces_note(e: Encoded, words: list[str], owner: list[int | None]) -> str:
+    """One line under the map when a word is cut into pieces ("d / id / n / ' / t" as rows,
+    ux review P11): the rows and columns are the tokenizer's pieces, shown on the first word
+    cut; empty when every word is one token."""
+    for k, word in enumerate(words):
+        pieces = [e.tokens[i] for i, o in enumerate(owner) if o == k]
+        if len(pieces) > 1:
+            shown = " / ".join(_escape(t) for t in pieces)
+            return f"rows and columns are the tokenizer's pieces: “{_escape(word)}” is {shown}"
+    return ""
+
+
 def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
            words: list[str], owner: list[int | None]) -> dict:
     T = len(e.tokens)
@@ -291,6 +303,8 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
     # Axis categories must be unique ("the" may occur twice): the hover names token and place.
     cats = [f"{lab} (#{i})" for i, lab in enumerate(labels)]
     font = 11 if T <= 24 else 10 if T <= 40 else 9
+    note = pieces_note(e, words, owner)
+    key_title = "attended to (key)" + (f"<br><sub>{note}</sub>" if note else "")
     wide_x = _ticks(labels, starts, e.special, WIDE_LABELS, None)
     wide_y = _ticks(labels, at_q, e.special, WIDE_LABELS, q)
     narrow_x = _ticks(labels, starts, e.special, NARROW_LABELS, None)
@@ -313,7 +327,7 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
             "title": {"text": title, "x": 0, "xref": "paper", "xanchor": "left",
                       "font": {"size": 15}},
             "xaxis": {**axis, **wide_x, "tickangle": -60,
-                      "title": {"text": "attended to (key)", "standoff": 10}},
+                      "title": {"text": key_title, "standoff": 10}},
             "yaxis": {**axis, **wide_y, "autorange": "reversed", "tickangle": 0,
                       "title": {"text": "looking from (query)", "standoff": 10}},
             "shapes": [{  # outline the row the top-word list reads from
@@ -337,7 +351,7 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
                               f"{'mean of all heads' if selection.startswith('mean') else selection}",
                       "font": {"size": 13}},
             "xaxis": {**narrow_x, "tickfont": {"size": 9}, "tickangle": -90,
-                      "title": {"text": "attended to (key)", "font": {"size": 11}}},
+                      "title": {"text": key_title, "font": {"size": 11}}},
             "yaxis": {**narrow_y, "tickfont": {"size": 9},
                       "title": {"text": "looking from (query)", "font": {"size": 11}}},
             "coloraxis": {"colorbar": {"orientation": "h", "x": 0.5, "xanchor": "center",
