@@ -243,6 +243,9 @@ TABLE: tuple[Var, ...] = (
     Var("BOOK_ERRATA_URL", "URL", "", "empty (the book's errata page)", "where every page's "
         "footer link 'Report a mistake' points: a course's issue tracker or an address (read at "
         "build time)", _report_link, "an http(s) URL or a mailto: address"),
+    Var("BOOK_EXAM", "boolean", False, "off", "build an exam edition: the chapters' checked "
+        "questions without their expected values, hints or worked answers, and no instructors' "
+        "answer list (read at build time)", _bool, "1/true/yes/on or 0/false/no/off"),
     Var("BOOK_HF_CHECKPOINT", "path", "", "unset", "a local Hugging Face checkpoint folder "
         "(GPT-2, a Llama, …) offered as model `local` in the attention-map widget; loaded "
         "offline with eager attention. The only way a checkpoint is chosen: no request names "

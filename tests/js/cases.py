@@ -121,8 +121,45 @@ def spec_cases() -> dict:
     return {"specs": specs, "settings": settings}
 
 
+def question_cases() -> dict:
+    """Every checked question of the book (widgets/build/questions.py) as its page carries it, with
+    what a reader may type that must be taken as right (the worked answer's own number, with and
+    without its unit, with thousands separators) and numbers that must be refused. Python's rule
+    (`Question.check`) is asserted here; questions.test.mjs asserts the runtime's agrees."""
+    from widgets.build import questions, widget_blocks
+
+    book = questions.Book(ROOT / "docs", widget_blocks.value_of)
+    book.compute()
+    out = []
+    for q in book.by_id.values():
+        if q.kind == "choice":
+            right = [[q.expected, q.expected]]
+            wrong = [[k, k] for k in q.choices if k != q.expected]
+        else:
+            text = format(q.expected, q.fmt)
+            number = float(text.replace(",", ""))
+            right = [[text, number], [q.shown(), number]]
+            if abs(number) >= 1000 and number.is_integer():
+                right.append([f"{int(number):,}", number])
+            t = q.tolerance
+            step = (1 if "integer" in t else 3 * t["abs"] if "abs" in t
+                    else 3 * t["rel"] * abs(q.expected) or 1)
+            wrong = [[None, q.expected + step], [None, q.expected - step]]
+            if q.expected:
+                wrong.append([None, q.expected * 1.5])
+        for typed, value in right:
+            assert q.check(value), f"{q.id}: the worked answer's {typed!r} is refused by its own check"
+        for _, value in wrong:
+            assert not q.check(value), f"{q.id}: {value!r} is taken as right"
+        out.append({"q": q.payload(), "right": right, "wrong": [v for _, v in wrong]})
+    return {"questions": out}
+
+
+GENERATORS = {"format.json": format_cases, "spec.json": spec_cases, "questions.json": question_cases}
+
+
 def generated() -> dict[str, dict]:
-    return {"format.json": format_cases(), "spec.json": spec_cases()}
+    return {name: make() for name, make in GENERATORS.items()}
 
 
 def main() -> None:

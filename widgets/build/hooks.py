@@ -12,6 +12,7 @@ once, as a package module, and runs their events in this order:
 - `assets`: the vendored libraries, the runtime and the print edition's files, under
   content-hashed folder names;
 - `print_edition`: `/print/`, the whole book on one page (before the widget blocks gzip it);
+- `questions`: the chapters' checked questions, read and computed; each page's head lists them;
 - `widget_blocks`: widget fences, every `{{ macro(...) }}` of a page, then the site gzipped.
 """
 
@@ -30,11 +31,12 @@ from widgets.build import (  # noqa: E402
     figures,
     glossary,
     print_edition,
+    questions,
     references,
     widget_blocks,
 )
 
-MODULES = (edition, references, glossary, figures, assets, print_edition, widget_blocks)
+MODULES = (edition, references, glossary, figures, assets, print_edition, questions, widget_blocks)
 
 
 def _handlers(event: str) -> list:

@@ -47,7 +47,7 @@ from backend.compute import REGISTRY  # noqa: E402  (needs the repo root on sys.
 from backend.compute.serialize import finite  # noqa: E402
 from backend.compute.spec import ParamError  # noqa: E402
 from backend.compute.style import theme_payload  # noqa: E402
-from widgets.build import figures, hf_source, macros, reading, references  # noqa: E402
+from widgets.build import figures, hf_source, macros, questions, reading, references  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.widgets")
 
@@ -111,18 +111,22 @@ def value_macro(call: macros.Call) -> str:
     kwargs = dict(call.kwargs)
     fmt = kwargs.pop("fmt", "")
     name, path = call.args
-    result = compute(name, kwargs)
+    return html.escape(format_value(value_of(name, path, kwargs), fmt))
+
+
+def value_of(name: str, path: str, params: dict):
+    """One computed value, as `{{ value() }}` reads it (a checked question's answer)."""
+    result = compute(name, params)
     try:
-        value = lookup(result["values"], path)
+        return lookup(result["values"], path)
     except (KeyError, IndexError, ValueError, TypeError):
         raise PluginError(f"widget {name!r} has no value {path!r}") from None
-    return html.escape(format_value(value, fmt))
 
 
 def page_macros(config) -> dict[str, macros.Handler]:
     """Every macro a page may call, by name."""
     return {"value": value_macro, **hf_source.MACROS, **references.MACROS, **figures.macros(config),
-            **reading.macros(config)}
+            **reading.macros(config), **questions.MACROS}
 
 
 INSTANCE_ID = re.compile(r"^[A-Za-z][\w-]{0,39}$")
@@ -279,6 +283,7 @@ COMPRESSIBLE = {".html", ".js", ".css", ".json", ".svg", ".xml", ".txt", ".map"}
 
 def on_pre_build(config) -> None:
     USED.clear()  # `mkdocs serve` rebuilds in one process: list this build's settings only
+    questions.start(Path(config["docs_dir"]), value_of)
 
 
 def on_post_build(config) -> None:

@@ -34,20 +34,27 @@
  * waiting). The page's: theme.js, plotly.js, dom.js; controls.js; api.js (the result's request);
  * live-spec.js (the server's spec); render.js (Figure: the plot; the values and table);
  * actions.js (Actions: the head's buttons); widget.js (Widget, made of those); page.js
- * (mounting, page plumbing).
+ * (mounting, page plumbing). The checked questions: questions.js (pure: reading and checking
+ * an answer, the progress kept) and quiz.js (the answer boxes, the progress shown).
  */
 
 import { formatValue } from "./format.js";
 import { mountAll, onPage } from "./page.js";
 import { whenPlotly } from "./plotly.js";
+import { onQuizPage } from "./quiz.js";
 import { check, effective, fromSlider, optionLabel, stops } from "./spec.js";
 
 window.bookWidgets = { formatValue, mountAll, whenPlotly, effective, check, stops, fromSlider,
                        optionLabel };
-if (window.document$ && window.document$.subscribe) {
-  window.document$.subscribe(onPage);
-} else if (document.readyState === "loading") {
-  document.addEventListener("DOMContentLoaded", onPage);
-} else {
+function onEveryPage() {
   onPage();
+  onQuizPage();  // the page's checked questions (quiz.js), independent of its widgets
+}
+
+if (window.document$ && window.document$.subscribe) {
+  window.document$.subscribe(onEveryPage);
+} else if (document.readyState === "loading") {
+  document.addEventListener("DOMContentLoaded", onEveryPage);
+} else {
+  onEveryPage();
 }
