@@ -103,3 +103,77 @@ def test_one_number_box_width_per_widget(page, server, path):
     page.wait_for_function(SETTLED, timeout=30_000)
     for w in page.evaluate(BOXES):
         assert len(w["widths"]) <= 1 and not w["ragged"], w
+
+
+# The contrast of each greyed-out control's label against the widget's background: its colour
+# composited (with every opacity on the way up) over the first opaque background behind it.
+DISABLED_CONTRAST = """() => {
+  const rgba = c => (c.match(/[\\d.]+/g) || []).map(Number).concat([1]).slice(0, 4);
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+                     return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const over = (fg, a, bg) => [0, 1, 2].map(i => fg[i] * a + bg[i] * (1 - a));
+  return [...document.querySelectorAll('.tw-control.tw-disabled label')].map(label => {
+    let bg = null, alpha = 1;
+    for (let e = label; e; e = e.parentElement) {
+      const cs = getComputedStyle(e);
+      alpha *= parseFloat(cs.opacity);
+      const b = rgba(cs.backgroundColor);
+      if (!bg && b[3] === 1 && cs.backgroundColor !== 'rgba(0, 0, 0, 0)') bg = b;
+    }
+    bg = bg || [255, 255, 255];
+    const fg = rgba(getComputedStyle(label).color);
+    const seen = over(fg, fg[3] * alpha, bg);
+    const [hi, lo] = [lum(seen), lum(bg)].sort((a, b) => b - a);
+    return [label.textContent, Math.round((hi + 0.05) / (lo + 0.05) * 100) / 100];
+  });
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_greyed_out_labels_read_at_4_5_to_1(browser, server, scheme):
+    """P14: attention_map's "layer" and "head", greyed while the map is a mean, were 4.30:1
+    (light) and 4.13:1 (dark)."""
+    with new_page(browser, viewport={"width": 1200, "height": 900}, color_scheme=scheme) as pg:
+        pg.goto(server + "/chapters/attention-maps/")
+        pg.wait_for_function(SETTLED, timeout=30_000)
+        found = pg.evaluate(DISABLED_CONTRAST)
+        assert found, "no greyed-out control at the defaults"
+        assert all(ratio >= 4.5 for _, ratio in found), found
+
+
+# Each code line of the print edition that wraps on paper: where its text starts on its first
+# line, where its indentation ends, and where each further line starts (px).
+WRAPPED_CODE = """() => {
+  const out = [];
+  document.querySelectorAll('.tw-line').forEach(line => {
+    const r = document.createRange();
+    r.selectNodeContents(line);
+    const rows = [];  // the leftmost start of each row of text (a new row: half a line lower)
+    let top = -Infinity;
+    [...r.getClientRects()].filter(b => b.width > 0).sort((a, b) => a.top - b.top).forEach(b => {
+      if (b.top > top + b.height / 2) { rows.push(b.left); top = b.top; }
+      else rows[rows.length - 1] = Math.min(rows[rows.length - 1], b.left);
+    });
+    if (rows.length < 2) return;
+    const text = line.textContent, indent = text.length - text.replace(/^ +/, '').length;
+    const ch = parseFloat(getComputedStyle(line).paddingLeft) / (indent + 4);
+    out.push({text: text.slice(0, 60), first: rows[0], indented: rows[0] + indent * ch,
+              rest: Math.min(...rows.slice(1))});
+  });
+  return out;
+}"""
+
+
+def test_wrapped_code_keeps_its_indentation_in_print(browser, server):
+    """P14: in the print edition a wrapped Python line went on at column 0; it goes on under
+    its own indentation (plus four columns)."""
+    with new_page(browser, viewport={"width": 700, "height": 900}) as pg:
+        pg.emulate_media(media="print")
+        pg.goto(server + "/print/")
+        pg.wait_for_function("document.documentElement.dataset.twPrint", timeout=60_000)
+        assert pg.evaluate("document.documentElement.dataset.twPrint") == "ready"
+        wrapped = pg.evaluate(WRAPPED_CODE)
+        assert wrapped, "no code line wraps on paper (or none is a line of its own)"
+        assert all(w["rest"] >= w["indented"] - 1 for w in wrapped), \
+            [w for w in wrapped if w["rest"] < w["indented"] - 1][:3]
+        assert any(w["indented"] > w["first"] for w in wrapped)  # an indented line wrapped

@@ -64,8 +64,43 @@
     });
   }
 
+  /* Each line of a code block in a block of its own, indented by its own leading spaces plus
+   * four for the rest of it when it wraps (print.css `.tw-line`): a wrapped Python line keeps
+   * its indentation instead of going on at column 0. Highlighting spans are flat (Pygments),
+   * so each is cut at its newlines. */
+  function hangLines() {
+    document.querySelectorAll(".md-typeset pre > code, .jp-InputArea pre").forEach(function (code) {
+      var lines = [[]];
+      Array.prototype.slice.call(code.childNodes).forEach(function (node) {
+        node.textContent.split("\n").forEach(function (part, i) {
+          if (i > 0) lines.push([]);
+          if (!part) return;
+          var piece = node.nodeType === 1 ? node.cloneNode(false) : document.createTextNode("");
+          piece.textContent = part;
+          lines[lines.length - 1].push(piece);
+        });
+      });
+      if (lines.length > 1 && !lines[lines.length - 1].length) lines.pop();  // the final newline
+      code.textContent = "";
+      lines.forEach(function (parts) {
+        var line = document.createElement("span");
+        line.className = "tw-line";
+        parts.forEach(function (p) { line.appendChild(p); });
+        var text = line.textContent.replace(/\t/g, "    ");
+        var indent = text.length - text.replace(/^ +/, "").length;
+        line.style.setProperty("--tw-hang", (indent + 4) + "ch");
+        code.appendChild(line);
+      });
+    });
+  }
+
   function start() {
     var root = document.documentElement;
+    try {
+      hangLines();
+    } catch (err) {
+      root.setAttribute("data-tw-print-error", "code: " + err);
+    }
     try {
       typesetMath();
     } catch (err) {
