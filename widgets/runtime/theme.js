@@ -33,7 +33,27 @@ export function narrowFigure(fig) {
   if (fig.narrow_traces) {
     data = data.map(function (trace, i) { return merge(trace, fig.narrow_traces[i] || {}); });
   }
+  Object.keys(layout).forEach(function (k) {
+    if (/^[xy]axis\d*$/.test(k)) layout[k] = legible(layout[k]);
+    if (/^coloraxis\d*$/.test(k) && layout[k].colorbar) {
+      layout[k] = Object.assign({}, layout[k], { colorbar: legible(layout[k].colorbar) });
+    }
+  });
+  data = data.map(function (t) {
+    return t.colorbar ? Object.assign({}, t, { colorbar: legible(t.colorbar) }) : t;
+  });
   return { data: data, layout: layout };
+}
+
+// The smallest tick label a phone shows (px): a figure asking for less (9 px on a crowded
+// heatmap) gets this (ux review P12: 9 px labels were hard to read on a phone).
+export var MIN_TICK_PX = 11;
+
+/* An axis or colour bar whose tick labels are at least MIN_TICK_PX (pure). */
+export function legible(axis) {
+  var size = axis && axis.tickfont && axis.tickfont.size;
+  if (!size || size >= MIN_TICK_PX) return axis;
+  return Object.assign({}, axis, { tickfont: Object.assign({}, axis.tickfont, { size: MIN_TICK_PX }) });
 }
 
 /* Light and dark figure colours come from the server (backend/compute/style.py), written
