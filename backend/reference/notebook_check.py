@@ -46,7 +46,9 @@ def _show(x):
     if isinstance(x, int):
         return f"{x:,}"
     if isinstance(x, float):
-        return "nan" if math.isnan(x) else f"{x:.6g}"
+        if math.isnan(x) or math.isinf(x):
+            return str(x)
+        return f"{int(x):,}" if x.is_integer() and abs(x) < 1e15 else f"{x:.6g}"
     return repr(x)
 
 
@@ -108,7 +110,7 @@ def check(what, yours, book, *, rel=None, abs=None):
     wrong = [(i, _compare(y, b, rel, abs)) for i, (y, b) in enumerate(pairs)]
     wrong = [(i, w) for i, w in wrong if w is not None]
     if not wrong:
-        same = ys == bs and type(ys) is type(bs)  # equal as written: no need to say it twice
+        same = _show_all(ys) == _show_all(bs)  # the same when written out: no need to say it twice
         verdict = Verdict("right", f"✓ {what}: right ({_show_all(ys)})." if same else
                           f"✓ {what}: right. Yours {_show_all(ys)}, the book's {_show_all(bs)}.")
     elif len(pairs) == 1:

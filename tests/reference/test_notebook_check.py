@@ -54,7 +54,8 @@ def test_whole_numbers_are_exact_unless_told(capsys):
     assert _said(capsys, "rows", 80_200, 80_200)[0]
     verdict, out = _said(capsys, "rows", 80_201, 80_200)
     assert not verdict and "wants it exact" in out and "80,201" in out
-    assert _said(capsys, "rows", 80_200.0, 80_200)[0]   # a float that is the whole number
+    verdict, out = _said(capsys, "rows", 80_200.0, 80_200)   # a float that is the whole number
+    assert verdict and out == "✓ rows: right (80,200)."      # written the same: said once
     assert _said(capsys, "rows", 80_201, 80_200, abs=1)[0]
 
 
