@@ -841,7 +841,7 @@ def test_the_mask_widget_bakes_every_setting_and_reads_sdpa_with_an_identity():
 
 # ---------------------------------------------------------------- positions.md
 
-def test_the_positions_widget_strides_its_table_and_searches_the_half_point():
+def test_the_positions_widgets_stride_the_table_and_search_the_half_point():
     """'drawn at most 128 positions x 64 dimensions: past that, the heatmap shows every few rows
     or columns, evenly strided, and its title says "sampled"'; 'rope.relative_similarity at about
     400 distances ... (always including the last one and the reader's |m - n|), in float64. The
@@ -851,15 +851,16 @@ def test_the_positions_widget_strides_its_table_and_searches_the_half_point():
     strength slider multiplies the sinusoids before they are added'."""
     import inspect
 
-    from backend.compute import positions as w
+    from backend.compute import positions_rope as w
+    from backend.compute import positions_sinusoids as ws
     from backend.reference import order, rope
     from backend.reference.sinusoidal import sinusoidal_encoding
 
-    assert (w.MAX_CELLS_ROWS, w.MAX_CELLS_COLS, w.CURVE_POINTS, w.HALF_SEARCH) == (128, 64, 400, 4096)
-    big = w.compute(w.SPEC.resolve({"max_position": 32768}))
+    assert (ws.MAX_CELLS_ROWS, ws.MAX_CELLS_COLS, w.CURVE_POINTS, w.HALF_SEARCH) == (128, 64, 400, 4096)
+    big = ws.compute(ws.SPEC.resolve({"max_position": 32768}))
     title = " ".join(str(a.get("text", "")) for a in big["figure"]["layout"].get("annotations", []))
-    assert "sampled" in title or "sampled" in str(big["figure"]["layout"])
-    assert w._strided(1000, 128) == list(range(0, 1000, 8))
+    assert "sampled" in title
+    assert ws.strided(1000, 128) == list(range(0, 1000, 8))
     q, k = w._query_key(64)
     g = torch.Generator().manual_seed(0)
     assert torch.equal(q, torch.randn(64, generator=g, dtype=torch.float64)) and q.dtype == torch.float64

@@ -7,37 +7,53 @@ import math
 import pytest
 import torch
 
-from backend.compute import positions as w
+from backend.compute import positions_order as wo
+from backend.compute import positions_rope as w
+from backend.compute import positions_sinusoids as ws
 from backend.compute.spec import sweep
 from backend.reference import rope
 
-SPEC = w.SPEC
+SPEC = w.SPEC  # the RoPE widget, which most of the chapter's numbers come from
 THETAS = (100.0, 1000.0, 10000.0, 500000.0, 1_000_000.0, 10_000_000.0)
-WIDTHS = [d for d in sweep(SPEC.param("d_model"), 7)]
+WIDTHS = [d for d in sweep(SPEC.param("d_head"), 7)]
+TABLE_WIDTHS = [d for d in sweep(ws.SPEC.param("d_model"), 7)]
+
+
+def run(module, **params):
+    return module.compute(module.SPEC.resolve({**module.SPEC.defaults(), **params}))
 
 
 def values(**params):
-    return w.compute(SPEC.resolve({**SPEC.defaults(), **params}))["values"]
+    """The RoPE widget's values, with the build's facts (the context table) beside them."""
+    return {**run(w, **params)["values"], **w.facts(SPEC.resolve({**SPEC.defaults(), **params}))}
 
 
 def figure(**params):
-    return w.compute(SPEC.resolve({**SPEC.defaults(), **params}))["figure"]
+    return run(w, **params)["figure"]
+
+
+def order_values(**params):
+    return run(wo, **params)["values"]
+
+
+def table_values(**params):
+    return run(ws, **params)["values"]
 
 
 # -- Intuition and the dog-bites-man table ------------------------------------------------
 
 def test_without_position_dog_is_the_same_vector_in_every_digit():
-    v = values()
+    v = order_values()
     assert v["order_gap_without"] < 1e-12  # float64 summation order only
     assert [f"{x:.2f}" for x in v["dog"]["without"]] == [f"{x:.2f}" for x in v["dog"]["without_swapped"]]
 
 
 def test_with_position_the_two_dogs_are_different_inputs():
-    assert values()["order_gap_with"] > 0.5
+    assert order_values()["order_gap_with"] > 0.5
 
 
 def test_a_hundredth_of_the_signal_still_separates_but_by_a_rounding_sized_margin():
-    v = values()
+    v = order_values()
     assert 0 < v["order_gap_tiny"] < v["order_gap_with"] / 100       # "less than a hundredth"
     assert 0.005 < v["order_gap_tiny"] < 0.05                        # "the size of the rounding"
     # the note: still differ in the second decimal, by about a hundredth of the full gap
@@ -59,7 +75,7 @@ def test_first_pair_one_radian_per_step_nearly_eight_turns_by_50_second_ten_time
 @pytest.mark.parametrize("d", WIDTHS)
 def test_added_sinusoids_make_the_score_depend_on_absolute_position(d):
     for m, n in ((3, 1), (40, 2), (1000, 999)):
-        v = values(d_model=d, m=m, n=n)
+        v = values(d_head=d, m=m, n=n)
         assert v["additive_dot_spread"] > 0.1
         assert v["additive_dot_spread"] > 100 * v["rope_dot_spread"]
 
@@ -82,7 +98,7 @@ def test_float32_rounding_grows_with_position_but_stays_small():
 @pytest.mark.parametrize("m", [0, 3, 500, 1999, 20000, 130000])
 def test_moving_m_and_n_together_keeps_the_score(d, m):
     for theta in (100.0, 10000.0, 10_000_000.0):
-        v = values(d_model=d, m=m, n=max(0, m - 2), rope_theta=theta)
+        v = values(d_head=d, m=m, n=max(0, m - 2), rope_theta=theta)
         assert v["rope_dot_spread"] < 5e-4 * v["qk_norms"]  # "up to a few parts in ten thousand"
         assert math.isclose(v["norm_q_rotated"], v["norm_q"], rel_tol=1e-6)
 
@@ -90,8 +106,8 @@ def test_moving_m_and_n_together_keeps_the_score(d, m):
 def test_a_larger_base_slows_every_pair_but_the_first_and_keeps_more_pairs_agreeing():
     w_low, w_high = rope.wavelengths(128, 10000.0), rope.wavelengths(128, 500000.0)
     assert bool((w_high[1:] > w_low[1:]).all()) and w_high[0] == w_low[0]
-    low = values(d_model=128, max_position=8193)
-    high = values(d_model=128, max_position=8193, rope_theta=500000.0)
+    low = values(d_head=128, max_position=8193)
+    high = values(d_head=128, max_position=8193, rope_theta=500000.0)
     assert high["similarity_at_max"] > low["similarity_at_max"]
     assert high["slow_pairs_at_max"] > 4 * low["slow_pairs_at_max"] > 0
     # the agreeing pairs really agree: angle under a quarter turn at that distance
@@ -114,11 +130,11 @@ def test_the_orange_point_is_the_real_offset_or_absent(m, n, T):
         assert markers and markers[0]["x"] == [abs(m - n)]
     else:
         assert not markers
-        assert "off this axis" in fig["layout"]["annotations"][1]["text"]
+        assert "off this axis" in fig["layout"]["annotations"][0]["text"]
 
 
 def test_strength_zero_gives_dog_the_same_vector_again():
-    v = values(strength=0.0)
+    v = order_values(strength=0.0)
     assert v["order_gap_with"] < 1e-12
 
 
@@ -165,27 +181,30 @@ def test_a_whole_prefill_costs_far_less_than_256_times_and_the_square_takes_over
 
 # -- Push on it -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("d", WIDTHS)
+@pytest.mark.parametrize("d", TABLE_WIDTHS)
 def test_left_columns_flicker_right_columns_barely_change(d):
-    z = torch.tensor(figure(d_model=d)["data"][0]["z"])  # (positions, dims)
+    z = torch.tensor(run(ws, d_model=d)["figure"]["data"][0]["z"])  # (positions, dims)
     steps = (z[1:] - z[:-1]).abs().mean(dim=0)
     assert steps[0] > 10 * steps[-1]
 
 
 def test_wider_d_makes_the_slow_columns_slower():
-    waves = [values(d_model=d)["slowest_wavelength"] for d in WIDTHS]
+    waves = [table_values(d_model=d)["slowest_wavelength"] for d in TABLE_WIDTHS]
     assert waves == sorted(waves) and len(set(waves)) == len(waves)
+    # "while the first pair still turns once every 6.283 positions (2 pi)"
+    assert {round(table_values(d_model=d)["fastest_wavelength"], 9) for d in TABLE_WIDTHS} == {
+        round(2 * math.pi, 9)}
 
 
 @pytest.mark.parametrize("d", WIDTHS)
 def test_raising_theta_delays_the_fall_below_one_half(d):
-    halves = [values(d_model=d, max_position=4096, rope_theta=t)["half_distance"] for t in THETAS]
+    halves = [values(d_head=d, max_position=4096, rope_theta=t)["half_distance"] for t in THETAS]
     reached = [h if h is not None else math.inf for h in halves]
     assert reached == sorted(reached)
 
 
 def test_theta_100_falls_below_one_half_within_a_few_positions():
-    assert values(d_model=128, rope_theta=100.0)["half_distance"] <= 10
+    assert values(d_head=128, rope_theta=100.0)["half_distance"] <= 10
 
 
 def test_at_the_default_width_the_fall_comes_latest_at_the_top_of_the_theta_slider():
@@ -206,15 +225,15 @@ def test_check_yourself_offsets_agree_to_about_four_digits_not_seven():
 
 def test_exercise_3_answer_4_pairs():
     assert int((rope.wavelengths(128, 10000.0) > 4 * 8192).sum()) == 4
-    assert values(d_model=128, max_position=8193)["slow_pairs_at_max"] == 4
+    assert values(d_head=128, max_position=8193)["slow_pairs_at_max"] == 4
 
 
 # -- The widget's headline --------------------------------------------------------------------
 
-@pytest.mark.parametrize("params", [{}, {"d_model": 128, "max_position": 4096},
-                                    {"d_model": 128, "rope_theta": 100.0}])
+@pytest.mark.parametrize("params", [{}, {"d_head": 128, "max_position": 4096},
+                                    {"d_head": 128, "rope_theta": 100.0}])
 def test_the_headline_reports_the_first_fall_below_one_half_not_the_last_position(params):
-    out = w.compute(SPEC.resolve({**SPEC.defaults(), **params}))
+    out = run(w, **params)
     v = out["values"]
     assert f"first less than half as similar to its query {v['half_distance']:,} positions" in out["summary"]
     assert f"{v['similarity_at_max']:.2f} similar" not in out["summary"]
@@ -232,7 +251,7 @@ def test_at_the_default_width_the_last_position_is_an_aliasing_coincidence():
 
 def test_the_books_experiment_adds_the_positions_to_the_raw_vectors_and_pe_stays_in_minus_one_one():
     from backend.reference import order, sinusoidal
-    x = order.embed(w.SENTENCE)
+    x = order.embed(wo.SENTENCE)
     pe = sinusoidal.sinusoidal_encoding(3, 4).double()
     assert torch.allclose(order.add_positions(x, 1.0) - x, pe)           # no sqrt(d) factor
     assert torch.allclose(order.add_positions(x, 0.5) - x, 0.5 * pe)     # strength scales the ratio
@@ -284,14 +303,14 @@ def test_the_practice_scripts_dog_vectors_reproduce_its_digits_and_its_try():
             x = x + s * script_pe(3)
         return order.self_attend(x)[words.index("dog")]
 
-    a, b = dog(w.SENTENCE, None), dog(w.SWAPPED, None)
+    a, b = dog(wo.SENTENCE, None), dog(wo.SWAPPED, None)
     assert [f"{v:.2f}" for v in a] == ["1.74", "0.55", "1.16", "0.00"] == [f"{v:.2f}" for v in b]
-    a, b = dog(w.SENTENCE, 0.01), dog(w.SWAPPED, 0.01)
+    a, b = dog(wo.SENTENCE, 0.01), dog(wo.SWAPPED, 0.01)
     assert f"{float((a - b).abs().max()):.3f}" == "0.003"
     assert [f"{v:.2f}" for v in a] == [f"{v:.2f}" for v in b]          # "identical at two decimals"
     # p/10 is the d = 8 formula's second pair; the d = 4 formula's is p/100
     assert math.isclose(10000 ** (-2 / 8), 1 / 10) and math.isclose(10000 ** (-2 / 4), 1 / 100)
-    v = values()
+    v = order_values()
     assert any(f"{x:.2f}" != f"{y:.2f}" for x, y in zip(v["dog"]["tiny"], v["dog"]["tiny_swapped"]))
 
 
@@ -326,3 +345,68 @@ def test_why_the_2017_input_is_scaled_by_root_d():
     assert s["ratio_unscaled"] > 1 and s["ratio_scaled"] > 20
     assert (f"{s['small_rms']:.3f}", f"{s['small_ratio_unscaled']:.3f}", f"{s['small_ratio_scaled']:.2f}",
             f"{s['ratio_unscaled']:.2f}", f"{s['ratio_scaled']:.0f}") == ("0.025", "0.036", "0.81", "1.42", "32")
+
+
+# -- One widget per lesson (Part I review K4) ---------------------------------------------------
+
+WIDGETS = (wo, ws, w)
+
+
+def test_each_lesson_has_its_own_widget_and_its_own_width():
+    """The chapter's one widget had seven controls and eleven outputs for three lessons, and one
+    'width d' slider meant d_model for the table and the head width for RoPE. Now: dog bites man
+    has only its strength, the table its model width, RoPE its own head width."""
+    names = {m.SPEC.name: [p.name for p in m.SPEC.params] for m in WIDGETS}
+    assert names == {"positions_order": ["strength"],
+                     "positions_sinusoids": ["d_model", "max_position"],
+                     "positions_rope": ["d_head", "max_position", "m", "n", "rope_theta"]}
+    assert ws.SPEC.param("d_model").label == "model width d"
+    assert w.SPEC.param("d_head").label == "head width"
+    assert all(len(m.SPEC.outputs) <= 7 for m in WIDGETS)
+
+
+def test_output_labels_are_plain_words():
+    """'spread of q·k over (m+s, n+s), s = 0, 7, 97, 2: RoPE' was a label no student could
+    decode; the shifts now live in the table's caption, in words."""
+    for m in WIDGETS:
+        for o in m.SPEC.outputs:
+            assert "s =" not in o.label and "+s" not in o.label.replace(" ", ""), o.label
+    caption = run(w)["table"]["caption"]
+    assert "moved along the sequence by 0, 7, 97 and 2 positions" in caption
+    assert tuple(w.SHIFTS) == (0, 7, 97, 2)
+
+
+def _significant(number: str) -> int:
+    digits = number.replace(",", "").lstrip("-").split("e")[0].replace(".", "").lstrip("0")
+    return len(digits)
+
+
+@pytest.mark.parametrize("module", WIDGETS, ids=lambda m: m.SPEC.name)
+def test_summaries_give_three_or_four_significant_figures_never_raw(module):
+    """'q·k is -2.278603 at (m, n) = (3, 1)': the summary printed six decimals. Every number
+    with a fractional part in a summary now has at most four significant figures (whole counts
+    of positions, pairs and θ are exact and stay whole)."""
+    import re
+
+    for point in module.SPEC.bake_points():
+        summary = module.compute(module.SPEC.resolve(point))["summary"]
+        for number in re.findall(r"-?\d[\d,]*\.\d+(?:e[-+]?\d+)?|-?\d+e[-+]?\d+", summary):
+            assert _significant(number) <= 4, (point, number, summary)
+
+
+def test_old_links_to_the_one_widget_open_the_rope_widget():
+    """A link shared before the split (`?positions.rope_theta=500000#widget-positions`) names
+    the instance key `positions`: the RoPE widget's block on the page takes that key, and its
+    controls keep the old names that link could carry (all but the old width, now two)."""
+    from pathlib import Path
+
+    import yaml
+
+    from widgets.build import macros
+
+    text = (Path(__file__).resolve().parents[2] / "docs/chapters/positions.md").read_text()
+    blocks = [yaml.safe_load(f.body) for f in macros.fences(text) if f.lang == "widget"]
+    assert [b["name"] for b in blocks] == ["positions_order", "positions_sinusoids", "positions_rope"]
+    rope_block = blocks[2]
+    assert rope_block.get("id") == "positions"
+    assert {"max_position", "m", "n", "rope_theta"} <= {p.name for p in w.SPEC.params}

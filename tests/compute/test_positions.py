@@ -1,51 +1,64 @@
-"""The positions widget through the API: the handout's numbers, the RoPE invariance, bad input."""
+"""The three positions widgets through the API: the handout's numbers, the RoPE invariance, bad
+input, and the old single widget's name answered with a 404 that names the new ones."""
 
 import pytest
 
 from tests.support.api import poster
 
-post = poster("/api/widgets/positions")  # the answer must be a 200; its JSON
-refuse = poster("/api/widgets/positions", 400, "error")  # the refusal's sentence
+order = poster("/api/widgets/positions_order")  # the answer must be a 200; its JSON
+table = poster("/api/widgets/positions_sinusoids")
+rope = poster("/api/widgets/positions_rope")
+
+
+def refuse(widget):
+    return poster(f"/api/widgets/{widget}", 400, "error")  # the refusal's sentence
 
 
 def test_the_handout_rows_come_back(client):
-    body = post(client)
-    rows = body["values"]["pe_rows"]
+    rows = table(client)["values"]["pe_rows"]
     assert [round(v, 3) + 0.0 for v in rows["50"][:4]] == [-0.262, 0.965, -0.959, 0.284]
     assert [round(v, 3) + 0.0 for v in rows["1"][:4]] == [0.841, 0.54, 0.1, 0.995]
 
 
 def test_rope_score_depends_on_the_offset_only(client):
-    dots = [post(client, m=m, n=n)["values"]["rope_dot"] for m, n in ((3, 1), (10, 8), (100, 98), (5, 3))]
+    dots = [rope(client, m=m, n=n)["values"]["rope_dot"] for m, n in ((3, 1), (10, 8), (100, 98), (5, 3))]
     assert max(dots) - min(dots) < 1e-5
-    assert abs(post(client, m=3, n=2)["values"]["rope_dot"] - dots[0]) > 1e-2
+    assert abs(rope(client, m=3, n=2)["values"]["rope_dot"] - dots[0]) > 1e-2
 
 
 def test_order_blind_without_positions(client):
-    v = post(client)["values"]
+    v = order(client)["values"]
     assert max(abs(a - b) for a, b in zip(v["dog"]["without"], v["dog"]["without_swapped"])) < 1e-12
     assert v["order_gap_with"] > 0.5
+    assert order(client, strength=0.0)["values"]["order_gap_with"] < 1e-12
 
 
-def test_context_table(client):
-    ctx = post(client)["values"]["context"]
-    assert (ctx["16000"]["text"], ctx["16000"]["work"]) == (2.0, 4.0)
-    assert (ctx["128000"]["text"], ctx["128000"]["work"]) == (16.0, 256.0)
-
-
-@pytest.mark.parametrize("params, words", [
-    ({"d_model": 7}, "width d"),
-    ({"d_model": 2}, "width d"),
-    ({"rope_theta": 0}, "RoPE base"),
-    ({"m": -1}, "query position"),
+@pytest.mark.parametrize("widget, params, words", [
+    ("positions_sinusoids", {"d_model": 7}, "model width d"),
+    ("positions_sinusoids", {"d_model": 2}, "model width d"),
+    ("positions_rope", {"d_head": 7}, "head width"),
+    ("positions_rope", {"rope_theta": 0}, "RoPE base"),
+    ("positions_rope", {"m": -1}, "query position"),
+    ("positions_order", {"strength": 3}, "position signal strength"),
 ])
-def test_bad_input_is_a_400_that_names_the_control(client, params, words):
+def test_bad_input_is_a_400_that_names_the_control(client, widget, params, words):
     # Errors name the control by its label, as the reader sees it on the page.
-    assert words in refuse(client, **params)
+    assert words in refuse(widget)(client, **params)
 
 
 def test_largest_settings_stay_small_and_quick(client):
-    body = post(client, d_model=512, max_position=131072, m=131072, n=0, rope_theta=1e7)
-    heat = body["figure"]["data"][0]["z"]
+    heat = table(client, d_model=512, max_position=131072)["figure"]["data"][0]["z"]
     assert len(heat) <= 128 and len(heat[0]) <= 64
-    assert all(len(t.get("x", [])) <= 410 for t in body["figure"]["data"][1:])
+    body = rope(client, d_head=512, max_position=131072, m=131072, n=0, rope_theta=1e7)
+    assert all(len(t.get("x", [])) <= 410 for t in body["figure"]["data"])
+
+
+def test_the_old_single_widget_is_a_404_naming_the_new_ones(client):
+    """Before the split the chapter had one widget, `positions`. A client (or a notebook) still
+    asking for it gets a clear 404 that lists the widgets there are, never a 500."""
+    for resp in (client.post("/api/widgets/positions", json={"rope_theta": 500000}),
+                 client.get("/api/widgets/positions/result?rope_theta=500000"),
+                 client.get("/api/widgets/positions")):
+        assert resp.status_code == 404
+        text = resp.get_data(as_text=True)
+        assert "no widget named 'positions'" in text and "positions_rope" in text

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.compute import attention_cost, kv_cache, model_params, parity, positions, rmsnorm
+from backend.compute import attention_cost, kv_cache, model_params, parity, positions_rope, rmsnorm
 from backend.compute.spec import ParamError
 
 SPEC_JS = Path(__file__).resolve().parents[2] / "widgets" / "runtime" / "spec.js"
@@ -121,7 +121,7 @@ def test_the_int_step_grid_is_checked_in_the_same_words(spec, name, value):
 def test_log_float_sliders_stop_on_round_values():
     """θ and the rmsnorm scale: 1-2-5 per decade, the ends and the default, no float noise."""
     cases = []
-    for spec, name in ((positions.SPEC, "rope_theta"), (rmsnorm.SPEC, "scale")):
+    for spec, name in ((positions_rope.SPEC, "rope_theta"), (rmsnorm.SPEC, "scale")):
         p = next(q for q in spec.to_json()["params"] if q["name"] == name)
         eff = {"min": p["min"], "max": p["max"], "allowed": None}
         cases.append({"op": "stops", "p": p, "eff": eff, "extra": [500000.0, 0.0681292]})

@@ -184,7 +184,7 @@ def _slider_request(rng: random.Random) -> tuple[str, str, dict | None]:
         return "POST", "/api/widgets/attention_scaling", {"d_k": rng.randint(1, 256)}
     if roll < 0.7:
         return "POST", "/api/widgets/rmsnorm", {"offset": rng.randint(-40, 40) / 2}
-    return "POST", "/api/widgets/positions", {"d_model": 2 * rng.randint(2, 32)}
+    return "POST", "/api/widgets/positions_sinusoids", {"d_model": 2 * rng.randint(2, 32)}
 
 
 def test_a_replica_stopped_mid_load_loses_nothing_beyond_its_in_flight_requests(stack):

@@ -37,7 +37,7 @@ def _established(pid: int) -> int:
 
 
 def test_a_killed_worker_loses_only_its_own_requests(tmp_path):
-    light = [m for m in plan_moves({"attention_scaling", "rmsnorm", "positions", "enc_dec_masks"})]
+    light = [m for m in plan_moves({"attention_scaling", "rmsnorm", "positions_rope", "enc_dec_masks"})]
     with serve(tmp_path / "no-site", env=NO_LIMIT, workers=2,
                log=tmp_path / "gunicorn.log") as server:
         # fast readers (a move every 0.1-0.4 s) so that the victim holds requests when it dies,

@@ -1,4 +1,5 @@
-"""'Where order comes from' in Chromium: the widget draws, recomputes live, and fits a phone."""
+"""'Where order comes from' in Chromium: its three widgets draw, recompute live and fit a phone,
+and a link shared before the one widget was split in three still opens at its setting."""
 
 from __future__ import annotations
 
@@ -8,36 +9,76 @@ from widget_page import move_slider, open_widget, wait_live, wait_source
 pytestmark = pytest.mark.browser
 
 CHAPTER = "/chapters/positions/"
-WIDGET = '[data-widget="positions"]'
+ORDER = '[data-widget="positions_order"]'
+TABLE = '[data-widget="positions_sinusoids"]'
+ROPE = '[data-widget="positions_rope"]'
 
 
-def test_theta_and_width_recompute_live(page, server):
-    open_widget(page, server + CHAPTER, WIDGET, timeout=15_000)
-    before = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').data[1].y.slice(0, 40)")
-    move_slider(page, WIDGET, "rope_theta", 13)  # the 14th round stop (1-2-5 per decade): 1,000,000
-    wait_live(page, WIDGET, timeout=15_000)
+def test_theta_and_head_width_recompute_live(page, server):
+    open_widget(page, server + CHAPTER, ROPE, timeout=15_000)
+    before = page.evaluate(f"document.querySelector('{ROPE} .tw-plot').data[0].y.slice(0, 40)")
+    move_slider(page, ROPE, "rope_theta", 13)  # the 14th round stop (1-2-5 per decade): 1,000,000
+    wait_live(page, ROPE, timeout=15_000)
     page.wait_for_function(f"""(before) => {{
-        const y = document.querySelector('{WIDGET} .tw-plot').data[1].y.slice(0, 40);
+        const y = document.querySelector('{ROPE} .tw-plot').data[0].y.slice(0, 40);
         return y.some((v, i) => v !== before[i]); }}""", arg=before, timeout=15_000)
-    move_slider(page, WIDGET, "d_model", 6)  # 64
-    page.wait_for_function(f"""() => document.querySelector('{WIDGET} .tw-plot').data[0]
-        .z[0].length === 64""", timeout=15_000)
-    half = page.locator(f'{WIDGET} .tw-value[data-name="half_distance_text"] dd').inner_text()
+    top = page.evaluate(f"document.querySelector('{ROPE} input[type=range][name=d_head]').max")
+    move_slider(page, ROPE, "d_head", top)  # 512: 256 pairs, so the values panel says so
+    page.wait_for_function(f"""() => document.querySelector('{ROPE} input[name="d_head-value"]')
+        .value === '512'""", timeout=15_000)
+    wait_live(page, ROPE, settled=True, timeout=15_000)
+    half = page.locator(f'{ROPE} .tw-value[data-name="half_distance_text"] dd').inner_text()
     assert half.replace(",", "").isdigit() or half.startswith("beyond")
     assert page.console_errors == []
 
 
+def test_the_table_has_its_own_width(page, server):
+    """The model width moves the table only: the RoPE widget below keeps its head width."""
+    open_widget(page, server + CHAPTER, TABLE, timeout=15_000)
+    top = page.evaluate(f"document.querySelector('{TABLE} input[type=range][name=d_model]').max")
+    move_slider(page, TABLE, "d_model", top)  # 512 columns, drawn as 64 (sampled)
+    page.wait_for_function(f"""() => document.querySelector('{TABLE} .tw-plot').data[0]
+        .z[0].length === 64""", timeout=15_000)
+    assert page.locator(f'{ROPE} input[name="d_head-value"]').input_value() == "8"
+    assert page.console_errors == []
+
+
+def test_strength_zero_closes_the_gap(page, server):
+    open_widget(page, server + CHAPTER, ORDER, timeout=15_000)
+    move_slider(page, ORDER, "strength", 0)
+    page.wait_for_function(f"""() => {{
+        const dd = document.querySelector('{ORDER} .tw-value[data-name="order_gap_with"] dd');
+        return dd && dd.textContent.trim() === '0.000'; }}""", timeout=15_000)
+
+
 def test_offline_the_baked_theta_is_drawn(page, server):
     page.route("**/api/**", lambda route: route.abort())
-    open_widget(page, server + CHAPTER, WIDGET, timeout=15_000)
-    move_slider(page, WIDGET, "rope_theta", 12)  # 500,000, a baked value
-    wait_source(page, WIDGET, source="precomputed", timeout=15_000)
+    open_widget(page, server + CHAPTER, ROPE, timeout=15_000)
+    move_slider(page, ROPE, "rope_theta", 12)  # 500,000, a baked value
+    wait_source(page, ROPE, source="precomputed", timeout=15_000)
+
+
+def test_a_link_to_the_old_single_widget_opens_the_rope_widget_at_its_setting(page, server):
+    """Links copied before the split carry `positions.<param>` and `#widget-positions`: the RoPE
+    widget's block keeps that key, so θ and the positions come back; the old width, now two
+    controls, is one the link can no longer set and is left at the opening value."""
+    page.goto(server + CHAPTER + "?positions.rope_theta=500000&positions.m=10&positions.n=8"
+              "&positions.d_model=64#widget-positions")
+    page.wait_for_selector(f"{ROPE} .tw-plot .main-svg", timeout=15_000)
+    assert page.evaluate("document.querySelector('#widget-positions').dataset.widget") == "positions_rope"
+    page.wait_for_function(f"""() => document.querySelector('{ROPE} input[name="rope_theta-value"]')
+        .value.replace(/,/g, '') === '500000'""", timeout=15_000)
+    assert page.locator(f'{ROPE} input[name="m-value"]').input_value() == "10"
+    assert page.locator(f'{ROPE} input[name="d_head-value"]').input_value() == "8"
+    assert page.console_errors == []
 
 
 def test_fits_a_phone(phone, server):
     page = phone
-    open_widget(page, server + CHAPTER, WIDGET, timeout=15_000)
+    open_widget(page, server + CHAPTER, ORDER, timeout=15_000)
+    for w in (TABLE, ROPE):
+        page.wait_for_selector(f"{w} .tw-plot .main-svg", timeout=15_000)
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    height = page.evaluate(f"document.querySelector('{WIDGET} .tw-plot').getBoundingClientRect().height")
+    height = page.evaluate(f"document.querySelector('{ORDER} .tw-plot').getBoundingClientRect().height")
     assert overflow <= 0
-    assert height >= 600  # the two panels stack on a phone
+    assert height >= 560  # the dog-bites-man widget's two panels stack on a phone
