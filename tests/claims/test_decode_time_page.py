@@ -82,11 +82,31 @@ def test_the_cache_formula_and_llama_3_8bs_shapes():
         assert v(context_len=T)["per_user_gb"] * serving.GB == pytest.approx(per_user)
 
 
-def test_serving_is_the_next_chapter():
+def test_serving_is_the_previous_chapter_and_derives_what_this_one_uses():
+    """Part III review K2: this chapter used serving's numbers (64 users fit at 8,192 tokens,
+    1.07 GB each, the CUDA-reported 85.0 GB) before serving derived them. Serving now comes
+    first, in the nav and in the contents, and this chapter's 'the previous chapter ... counted
+    this size', 'as the previous chapter counted' and kv-cache's 'the chapter after that one'
+    say so; serving's forward pointer says 'the next chapter'."""
     nav = (ROOT / "mkdocs.yml").read_text()
-    assert nav.index("chapters/decode-time.md") < nav.index("chapters/serving.md")
-    between = nav[nav.index("chapters/decode-time.md"):nav.index("chapters/serving.md")]
-    assert between.count("chapters/") == 1        # nothing in between: the next chapter
+    assert nav.index("chapters/serving.md") < nav.index("chapters/decode-time.md")
+    between = nav[nav.index("chapters/serving.md"):nav.index("chapters/decode-time.md")]
+    assert between.count("chapters/") == 1        # nothing in between: the previous chapter
+    contents = (ROOT / "docs/index.md").read_text()
+    assert "15. [Serving many users](chapters/serving.md)" in contents
+    assert "16. [What one token takes](chapters/decode-time.md)" in contents
+    page = CHAPTER.read_text()
+    assert "next chapter" not in page and page.count("the previous chapter") == 2
+    assert "the previous chapter, [Serving many users](serving.md#what-one-token-costs)" in page
+    assert "subject of the chapter after that one, [What one token takes](decode-time.md)" in (
+        ROOT / "docs/chapters/kv-cache.md").read_text()
+    serving_page = (ROOT / "docs/chapters/serving.md").read_text()
+    assert "in the next chapter,\n[What one token takes](decode-time.md)" in serving_page
+    # the numbers it recalls are the serving chapter's own: 64 users, in both chapters' widgets
+    from backend.compute import kv_cache
+
+    users = kv_cache.compute(kv_cache.SPEC.resolve({}))["values"]["users_fit"]
+    assert users == v()["users_fit"] == 64
 
 
 # Meta's published config.json of Llama 3.1 8B (meta-llama/Llama-3.1-8B), typed here: the same
