@@ -27,7 +27,7 @@ from backend.budgets import MEMORY_SHARE, WORK_BUDGET, memory_budget, work_budge
 from backend.compute import measure as measure_lib
 from backend.compute.attention_cost_facts import llama_crossover, table_values
 from backend.compute.spec import Limit, Output, Param, ParamError, WidgetSpec, dtype_param  # noqa: F401
-from backend.compute.style import COLORS, base_layout
+from backend.compute.style import COLORS, base_layout, duration
 from backend.reference import attention_cost as ac
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -381,9 +381,9 @@ def _medians(n: int) -> str:
 
 
 def _summary(T: int, v: dict) -> str:
-    return (f"At T = {T:,} the explicit attention took {v['ms_eager']:.3g} ms and peaked at "
+    return (f"At T = {T:,} the explicit attention took {duration(v['ms_eager'])} and peaked at "
             f"{_mib(v['peak_bytes_eager'])}; the fused call ran {v['fused_kernel']} and took "
-            f"{v['ms_fused']:.3g} ms, peaking at {_mib(v['peak_bytes_fused'])} "
+            f"{duration(v['ms_fused'])}, peaking at {_mib(v['peak_bytes_fused'])} "
             f"({_medians(v['repeats'])} on {v['measured_on']}). One score matrix is "
             f"{_mib(v['score_bytes'])}; the largest "
             f"context this setting allows here is {v['ceiling']:,} (the "

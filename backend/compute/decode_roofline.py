@@ -16,7 +16,7 @@ from fractions import Fraction
 from functools import cache
 
 from backend.compute.spec import Output, Param, WidgetSpec
-from backend.compute.style import COLORS, base_layout
+from backend.compute.style import COLORS, base_layout, duration
 from backend.reference import decode_time as dt
 from backend.reference.presets import DECODER_PRESETS, PRESETS
 from backend.reference.serving import CARDS, GB, cache_bytes, users_fit
@@ -315,11 +315,11 @@ def _summary(params: dict, v: dict) -> str:
     fits = ("" if v["batch_fits"] else " (it does not fit in its memory)" if B == 1
             else " (they do not fit in its memory)")
     return (f"One decode step of {_users(B)} at {_tokens(T)}{fits} reads "
-            f"{v['bytes_gb']:.3g} GB ({v['weights_gb']:.3g} GB of weights, {v['cache_gb']:.3g} GB "
-            f"of cache) and does {v['flops_t']:.3g} TFLOP. On the {v['card_name']} "
+            f"{_sig3(v['bytes_gb'])} GB ({_sig3(v['weights_gb'])} GB of weights, {_sig3(v['cache_gb'])} GB "
+            f"of cache) and does {_sig3(v['flops_t'])} TFLOP. On the {v['card_name']} "
             f"({v['bandwidth_gbs']:,.0f} GB/s, {v['peak_tflops']:.4g} TFLOP/s) that takes at least "
-            f"{v['step_ms']:.3g} ms, {v['bound']}-bound: at most {v['tok_s_user']:.3g} tokens/s "
-            f"per user and {_sig3(v['tok_s_total'])} in all. The step does {v['intensity']:.3g} "
+            f"{duration(v['step_ms'])}, {v['bound']}-bound: at most {_sig3(v['tok_s_user'])} tokens/s "
+            f"per user and {_sig3(v['tok_s_total'])} in all. The step does {_sig3(v['intensity'])} "
             f"FLOP per byte; the card's ridge point is {v['ridge']:.0f}.")
 
 

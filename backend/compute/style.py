@@ -68,3 +68,12 @@ def base_layout(height: int = 420, **extra) -> dict:
     }
     layout.update(extra)
     return layout
+
+
+def duration(ms: float) -> str:
+    """A time as the page writes it (the runtime's format.js `withUnit`): milliseconds to three
+    figures under a second, seconds from 1,000 ms up ("10.1 s", never "1.01e+04 ms")."""
+    if abs(ms) < 999.5:
+        return f"{ms:.3g} ms"
+    s = ms / 1000
+    return f"{s:,.0f} s" if abs(s) >= 999.5 else f"{s:.3g} s"
