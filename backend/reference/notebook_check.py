@@ -91,8 +91,7 @@ def check(what, yours, book, *, rel=None, abs=None):
     number or a string must be exact, any other number within one part in a million.
     """
     if yours is None or yours is Ellipsis:
-        verdict = Verdict("not done", f"… {what}: not done yet. Put your answer in place of "
-                                      "None and run the cell again.")
+        verdict = Verdict("not done", f"… {what}: not done yet (put your answer in place of None)")
         print(verdict.message)
         return verdict
     ys, bs = _flat(yours), _flat(book)
