@@ -293,3 +293,22 @@ def test_empty_row_is_uniform_in_every_dtype():
     """The pad's row under causal_padding and a finite sentinel: uniform, in float16 and bfloat16 too."""
     for words, form, dtype in itertools.product(cm.SENTENCES, ("additive_min", "boolean", "fill_1e4"), cm.DTYPES):
         assert run(words=words, mask="causal_padding", form=form, dtype=dtype)["empty_row_is_uniform"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_the_three_ways_table_what_happens_and_each_fix(dtype):
+    """'Three ways masks go wrong', the table (Part I review K5): after the softmax the rows no
+    longer sum to 1, and masking before it fixes that; an all-blocked row under -inf is NaN,
+    and a finite minimum or a boolean mask keeps it finite; a float32 mask on half-precision
+    scores gives a float32 sum, cast down its minimum brings the NaN row back, and a mask built
+    in the scores' own dtype or a boolean one does not."""
+    after = run(form="after_softmax", dtype=dtype)["row_sums"]
+    assert any(abs(s_ - 1) > 0.01 for s_ in after[:-1])
+    before = run(dtype=dtype)["row_sums"]
+    assert all(abs(s_ - 1) < 0.01 for s_ in before)
+    assert run(mask="causal_padding", dtype=dtype)["nan_rows"] == 1
+    for fix in ("additive_min", "boolean"):
+        assert run(mask="causal_padding", form=fix, dtype=dtype)["nan_rows"] == 0
+    if dtype != "float32":
+        assert run(mask="causal_padding", dtype=dtype)["sum_dtype_with_fp32_mask"] == "float32"
+        assert run(mask="causal_padding", form="additive_min_fp32", dtype=dtype)["nan_rows"] == 1
