@@ -20,7 +20,9 @@ test("the forms readers type", () => {
     ["1.2 x 10^(-3)", "", 0.0012], ["3*10^4", "", 30000], ["1/8", "", 0.125], ["  42  ", "", 42],
     ["12 %", "", 0.12], ["12%", "", 0.12], ["12 %", "%", 12], ["12", "%", 12],
     ["12 percent", "%", 12], ["128 KiB", "KiB", 128], ["128kib", "KiB", 128], ["4x", "", 4],
-    ["4 \u00d7", "", 4], ["4", "", 4],
+    ["4 \u00d7", "", 4], ["4", "", 4], ["\u00d74", "", 4], ["x 4", "", 4],
+    ["1 KiB", "bytes", 1024], ["0.97 MB", "bytes", 970000], ["302 MB", "GB", 0.302],
+    ["131072 bytes", "KiB", 128], ["2 GiB", "MiB", 2048], ["31 users", "users", 31],
   ];
   for (const [typed, unit, value] of cases) {
     const got = parseAnswer(typed, unit);
@@ -31,12 +33,13 @@ test("the forms readers type", () => {
 
 test("garbage is refused with a reason, never taken as a number", () => {
   for (const typed of ["", "   ", "abc", "1.2.3", "1,,2", "12..5", "e5", "--3", "1/0", "NaN",
-                       "Infinity", "1e999", "0x10", "12 apples", "131072 bytes", "1 2 3 4"]) {
+                       "Infinity", "1e999", "0x10", "12 apples", "3 users", "1 2 3 4", "12 %"]) {
     const got = parseAnswer(typed, "KiB");
     assert.ok(got.error && got.value === undefined, `${JSON.stringify(typed)} -> ${JSON.stringify(got)}`);
     assert.ok(got.error.length > 10);
   }
-  assert.match(parseAnswer("131072 bytes", "KiB").error, /in KiB/);
+  assert.match(parseAnswer("12 apples", "KiB").error, /in KiB/);
+  assert.match(parseAnswer("50%", "bytes").error, /not a percentage/);   // a size is not a share
 });
 
 test("a verdict says how far off, and names a unit slip", () => {

@@ -129,6 +129,14 @@ def test_progress_survives_reload_and_instant_navigation_and_is_reset(server, wi
     assert _answer(page, q["id"], q["shown"]).startswith("Right")
     mark = page.locator(".tw-nav-q:visible").first
     assert mark.text_content().startswith(f"1/{total}") or total == 1
+    # one mark, on the chapter's link: none on the table of contents' section links
+    assert page.locator(".md-nav--primary .tw-nav-q").count() == 1
+    assert page.locator(".md-nav--secondary .tw-nav-q").count() == 0
+    # a wrong try after a right one: the badge says the right answer was earlier
+    said = _answer(page, q["id"], _wrong(q))
+    assert not said.startswith("Right")
+    section = page.locator(f"#q-{q['id'].replace('.', '-')}")
+    assert section.locator(".tw-q-state").text_content() == "answered right earlier"
     page.reload(wait_until="domcontentloaded")
     section = page.locator(f"#q-{q['id'].replace('.', '-')}")
     page.wait_for_function("el => el.textContent === 'answered right'",

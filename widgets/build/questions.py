@@ -339,7 +339,9 @@ def render_listing(book: Book, titles: dict[str, str]) -> str:
         return "*This is an exam edition (`BOOK_EXAM=1`): the questions' answers are not in it.*\n"
     book.compute()
     out = []
-    for slug, qs in book.by_chapter.items():
+    order = list(titles)  # the nav's order; a chapter outside the nav last
+    for slug, qs in sorted(book.by_chapter.items(), key=lambda item: order.index(
+            f"chapters/{item[0]}.md") if f"chapters/{item[0]}.md" in order else len(order)):
         src = f"chapters/{slug}.md"
         out.append(f"\n## {titles.get(src, slug)}\n")
         for q in qs:

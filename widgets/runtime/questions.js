@@ -7,34 +7,50 @@
 
 var UNIT_WORDS = { "%": ["%", "percent", "per cent"] };
 
+/* Sizes a reader may answer in, in bytes: "1 KiB" is a right answer to a question asked in
+ * bytes, converted, never refused for its unit. */
+var BYTES = { "b": 1, "byte": 1, "bytes": 1, "kib": 1024, "mib": Math.pow(1024, 2),
+              "gib": Math.pow(1024, 3), "tib": Math.pow(1024, 4), "kb": 1e3, "mb": 1e6, "gb": 1e9,
+              "tb": 1e12 };
+
 /* The forms readers type: "1,024", "1 024", "1e-3", "1.2×10^-3", "−3" (a typographic minus),
- * "12 %", "1/8", "0,5" (a decimal comma), "128 KiB" when the question's unit is KiB.
- * -> {value} or {error: why, in words}. A percent sign divides by 100 unless the question asks
- * in percent. */
+ * "12 %", "1/8", "0,5" (a decimal comma), "×4" and "4x" (a factor), "128 KiB" when the question's
+ * unit is KiB, "1 KiB" when it is bytes (sizes convert). -> {value} or {error: why, in words}.
+ * A percent sign divides by 100 where the question asks for a plain number, and is refused where
+ * it asks in a unit. */
 export function parseAnswer(text, unit) {
   var s = String(text == null ? "" : text).trim();
   if (!s) return { error: "Type a number first." };
   s = s.replace(/[\u2212\u2012\u2013\u2014]/g, "-").replace(/[\u00a0\u202f\u2009]/g, " ");
-  var percent = false;
+  var percent = false, factor = 1;
   var names = unit ? (UNIT_WORDS[unit] || [unit]) : [];
   var lower = s.toLowerCase();
   for (var i = 0; i < names.length; i++) {
     var n = names[i].toLowerCase();
-    if (lower.length > n.length && lower.endsWith(n)) {
+    if (lower.length > n.length && lower.endsWith(n) && /[\d\s.]$/.test(lower.slice(0, -n.length))) {
       s = s.slice(0, s.length - n.length).trim();
-      if (n === "%" || unit === "%") percent = unit !== "%";
       break;
     }
   }
   if (/%$/.test(s)) {
+    if (unit && unit !== "%") {
+      return { error: "This answer is in " + unit + ", not a percentage: give the number of " + unit + "." };
+    }
     s = s.slice(0, -1).trim();
     percent = unit !== "%";
   }
-  s = s.replace(/^([-+]?[\d.,\s]*\d(?:e[-+]?\d+)?)\s*[x\u00d7]$/i, "$1");  // "4x", "4×": a factor
-  var word = /^[-+]?[\d.,\s]+\s*([A-Za-z]+)$/.exec(s);
+  s = s.replace(/^[x\u00d7]\s*(?=[\d.])/i, "");                              // "×4": a factor
+  s = s.replace(/^([-+]?[\d.,\s]*\d(?:e[-+]?\d+)?)\s*[x\u00d7]$/i, "$1");  // "4x", "4×"
+  var word = /^[-+]?[\d.,\s]+?\s*([A-Za-z]+)$/.exec(s);
   if (word) {
-    return { error: "Give the number alone" + (unit ? ", in " + unit : "") + " (not \u201c" +
-             word[1] + "\u201d)." };
+    var typed = BYTES[word[1].toLowerCase()], wanted = unit && BYTES[unit.toLowerCase()];
+    if (typed && wanted) {
+      factor = typed / wanted;
+      s = s.slice(0, s.length - word[1].length).trim();
+    } else {
+      return { error: "Give the number alone" + (unit ? ", in " + unit : "") + " (not \u201c" +
+               word[1] + "\u201d)." };
+    }
   }
   s = s.replace(/\s*[×x*]\s*10\s*\^\s*\(?\s*([-+]?\d+)\s*\)?$/i, "e$1");
   var value;
@@ -55,7 +71,10 @@ export function parseAnswer(text, unit) {
     value = Number(s);
   }
   if (!isFinite(value)) return { error: "That number is too large to check." };
-  return { value: percent ? value / 100 : value };
+  value = percent ? value / 100 : value * factor;
+  // a converted size keeps the digits typed: 1 KiB is 1,024 bytes, not 1,023.9999
+  if (factor !== 1) value = +value.toPrecision(15);
+  return { value: value };
 }
 
 function near(value, expected, tolerance) {

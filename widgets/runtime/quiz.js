@@ -88,10 +88,12 @@ function mountQuestion(section) {
   (ask || section.firstChild).after(form);
   form.after(result);
 
-  function showState() {
+  /* `now`: the verdict of the try on screen, if any: a wrong try after a right one must not sit
+     under a badge that says "answered right" without saying when. */
+  function showState(now) {
     var right = isRight(loadProgress(storage()), q.id, q.v);
     section.classList.toggle("tw-q-right", right);
-    state.textContent = right ? "answered right" : "";
+    state.textContent = !right ? "" : now === false ? "answered right earlier" : "answered right";
   }
   showState();
 
@@ -118,7 +120,7 @@ function mountQuestion(section) {
     if (worked && verdict.ok) worked.open = true;
     var store = storage();
     saveProgress(store, record(loadProgress(store), q.id, q.v, verdict.ok));
-    showState();
+    showState(verdict.ok);
     markNav();
     drawProgress();
   });
@@ -131,8 +133,10 @@ export function markNav() {
   var counts = tally(manifest(), loadProgress(storage()));
   document.querySelectorAll(".tw-nav-q").forEach(function (m) { m.remove(); });
   if (!counts.length) return;
-  document.querySelectorAll("a.md-nav__link[href]").forEach(function (a) {
+  // the chapters' own links in the site's navigation, not the table of contents' section links
+  document.querySelectorAll(".md-nav--primary a.md-nav__link[href]").forEach(function (a) {
     var href = new URL(a.href, location.href);
+    if (href.hash) return;
     var c = counts.find(function (c) { return same(siteURL(c.url), href); });
     if (!c || !c.right) return;
     var done = c.right === c.total;
@@ -154,7 +158,7 @@ export function drawProgress() {
     root.textContent = "";
     if (!total) return;
     root.appendChild(el("p", {}, "You have answered " + right + " of the book's " + total +
-      " checked questions right. Your answers are kept in this browser only; nothing is sent anywhere."));
+      " checked questions right."));
     var body = el("tbody");
     counts.forEach(function (c) {
       var link = el("a", { href: siteURL(c.url).href }, c.title);
@@ -163,7 +167,7 @@ export function drawProgress() {
       body.appendChild(el("tr", {}, el("td", {}, link), el("td", {}, c.right + " of " + c.total),
                           el("td", {}, meter)));
     });
-    root.appendChild(el("table", { "class": "tw-progress-table" },
+    root.appendChild(el("table", {},
       el("thead", {}, el("tr", {}, el("th", {}, "Chapter"), el("th", {}, "Right"),
                          el("th", {}, el("span", { "class": "tw-sr" }, "Progress")))), body));
     var reset = el("button", { type: "button", "class": "md-button" }, "Reset my progress");
