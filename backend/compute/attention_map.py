@@ -237,7 +237,7 @@ def compute(params: dict) -> dict:
 
 # --- the figure ----------------------------------------------------------------------------
 
-WIDE_LABELS, NARROW_LABELS = 32, 20  # at most this many tick labels per axis
+WIDE_LABELS, NARROW_LABELS = 32, 14  # at most this many tick labels per axis (11 px on a phone)
 
 
 def _ticks(labels: list[str], words: list[str | None], specials: list[bool], keep: int,
@@ -305,6 +305,9 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
     font = 11 if T <= 24 else 10 if T <= 40 else 9
     note = pieces_note(e, words, owner)
     key_title = "attended to (key)" + (f"<br><sub>{note}</sub>" if note else "")
+    # a phone: the example on a line of its own, so the note fits the screen's width
+    narrow_key_title = "attended to (key)" + (
+        "<br><sub>{}:<br>{}</sub>".format(*note.split(": ", 1)) if note else "")
     wide_x = _ticks(labels, starts, e.special, WIDE_LABELS, None)
     wide_y = _ticks(labels, at_q, e.special, WIDE_LABELS, q)
     narrow_x = _ticks(labels, starts, e.special, NARROW_LABELS, None)
@@ -350,15 +353,15 @@ def figure(e: Encoded, weights: torch.Tensor, q: int, selection: str,
             "title": {"text": f"{_escape(e.short.split(' (')[0])}: "
                               f"{'mean of all heads' if selection.startswith('mean') else selection}",
                       "font": {"size": 13}},
-            "xaxis": {**narrow_x, "tickfont": {"size": 9}, "tickangle": -90,
-                      "title": {"text": key_title, "font": {"size": 11}}},
-            "yaxis": {**narrow_y, "tickfont": {"size": 9},
+            "xaxis": {**narrow_x, "tickfont": {"size": 11}, "tickangle": -90,
+                      "title": {"text": narrow_key_title, "font": {"size": 11}}},
+            "yaxis": {**narrow_y, "tickfont": {"size": 11},
                       "title": {"text": "looking from (query)", "font": {"size": 11}}},
             "coloraxis": {"colorbar": {"orientation": "h", "x": 0.5, "xanchor": "center",
                                        "y": 1.0, "yanchor": "bottom", "yref": "paper",
                                        "thickness": 8, "len": 1,
                                        "title": {"text": "weight", "side": "left"},
-                                       "tickfont": {"size": 9}}},
+                                       "tickfont": {"size": 11}}},
             "margin": {"t": 90, "b": 40},
             "height": 520,
         },

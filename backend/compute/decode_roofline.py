@@ -270,7 +270,7 @@ def _figure(params: dict, v: dict) -> dict:
          "marker": {"color": COLORS["scaled"], "size": 9},
          "hovertemplate": "1 user: %{x:.3g} FLOP/B<extra></extra>"},
         {"type": "scatter", "mode": "markers", "x": [v["intensity"]], "y": [v["attained_tflops"]],
-         "name": here, "marker": {"color": COLORS["accent"], "size": 14,
+         "name": here, "legendgroup": "step", "marker": {"color": COLORS["accent"], "size": 14,
                                   "symbol": "circle" if v["batch_fits"] else "x-open",
                                   "line": {"width": 3}},
          "hovertemplate": "%{x:.3g} FLOP/B, %{y:.3g} TFLOP/s<extra>your step</extra>"},
@@ -282,8 +282,11 @@ def _figure(params: dict, v: dict) -> dict:
                           "<extra></extra>"},
     ]
     if v["batch_fits"]:
+        # The same step on the right-hand chart: one legend entry ("your step") for both marks,
+        # never a second name for it ("B = 1" beside "1 user" read as two things).
         data.append({"type": "scatter", "mode": "markers", "x": [v["tok_s_user"]],
                      "y": [v["tok_s_total"]], "name": f"B = {params['batch']:,}",
+                     "legendgroup": "step", "showlegend": False,
                      "marker": {"color": COLORS["accent"], "size": 13, "symbol": "circle-open",
                                 "line": {"width": 3}}, "xaxis": "x2", "yaxis": "y2",
                      "hoverinfo": "skip"})

@@ -215,10 +215,15 @@ def _figure(params, e, shown, maps, heads) -> dict:
               "annotations": []}
     narrow["margin"] = {"t": 90}
     narrow_traces = [{"colorbar": {"len": 1, "y": 1.0, "yanchor": "bottom"}}]
+    # A phone's labels are 11 px (widgets/runtime/theme.js MIN_TICK_PX): at most 16 a map, so
+    # they never touch across its ~330 px.
+    every = math.ceil(T / 16)
+    phone_ticks = {"tickvals": cats[::every], "ticktext": labels[::every]}
     for k, a in enumerate(annotations):
         y1 = 1 - (top_px + gap_px + k * (map_px + gap_px)) / total
-        narrow[f"xaxis{k + 2}"] = {"domain": [0.12, 1]}
-        narrow[f"yaxis{k + 2}"] = {"domain": [y1 - map_px / total, y1], "showticklabels": True}
+        narrow[f"xaxis{k + 2}"] = {"domain": [0.12, 1], **phone_ticks}
+        narrow[f"yaxis{k + 2}"] = {"domain": [y1 - map_px / total, y1], "showticklabels": True,
+                                   **phone_ticks}
         narrow["annotations"].append(dict(a, x=0.56, y=y1))
     # a click on the score map opens that head: its x is the head, its y the layer
     click = {"trace": 0, "x": "head", "y": "layer"}

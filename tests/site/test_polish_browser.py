@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import new_page
+from tests.support.browser import PHONE, new_page
 
 pytestmark = pytest.mark.browser
 
@@ -177,3 +177,56 @@ def test_wrapped_code_keeps_its_indentation_in_print(browser, server):
         assert all(w["rest"] >= w["indented"] - 1 for w in wrapped), \
             [w for w in wrapped if w["rest"] < w["indented"] - 1][:3]
         assert any(w["indented"] > w["first"] for w in wrapped)  # an indented line wrapped
+
+
+# Per drawn figure: tick labels under 11 px, log axes labelled between powers of ten ("D1",
+# "D2": plotly's minor digits), tick labels of one axis that touch, and the legend's entries.
+TICKS = """() => [...document.querySelectorAll('.tw-widget[data-widget]')].map(w => {
+    const gd = w.querySelector('.tw-plot.js-plotly-plot');
+    if (!gd || !gd._fullLayout) return null;
+    const fl = gd._fullLayout, out = {widget: w.dataset.widget, small: [], minor: [], touching: []};
+    Object.keys(fl).filter(k => /^[xy]axis\\d*$/.test(k)).forEach(k => {
+      const ax = fl[k];
+      if (!ax.visible || !ax._id) return;
+      if (ax.type === 'log' && typeof ax.dtick === 'string' && ax.dtick[0] === 'D'
+          && Math.abs(ax.range[1] - ax.range[0]) >= 1) out.minor.push(k + ' ' + ax.dtick);
+      // Two neighbours touch when their text lines come closer than a line's height: for
+      // labels turned by an angle, their centres' distance across the lines' direction.
+      const texts = [...gd.querySelectorAll(`.${ax._id}tick text`)].filter(t => t.textContent.trim());
+      const turn = texts.length ? /rotate\((-?[\d.]+)/.exec(texts[0].getAttribute('transform') || '') : null;
+      const angle = turn ? Math.abs(+turn[1]) * Math.PI / 180 : 0;
+      // (a label turned up from its tick ends at the tick: its box's right edge is its anchor)
+      const boxes = texts.map(t => [t.getBoundingClientRect(), parseFloat(getComputedStyle(t).fontSize)])
+        .map(([r, px]) => [r, px, r.right])
+        .filter(([r]) => r.width > 0)
+        .sort(([a, , ax], [b, , bx]) => k[0] === 'x' ? (angle ? ax - bx : a.left - b.left) : a.top - b.top);
+      boxes.forEach(([r, px, x], i) => {
+        if (!i) return;
+        const [q, , qx] = boxes[i - 1];
+        const gap = k[0] === 'y' ? r.top - q.bottom
+          : angle ? (x - qx) * Math.sin(angle) - px
+          : r.left - q.right;
+        if (gap < 1) out.touching.push(k);
+      });
+      [...gd.querySelectorAll(`.${ax._id}tick text`)].forEach(t => {
+        const px = parseFloat(getComputedStyle(t).fontSize);
+        if (px < 11) out.small.push(k + ' ' + px);
+      });
+    });
+    out.legend = [...gd.querySelectorAll('.legendtext')].map(t => t.textContent);
+    return out;
+  }).filter(Boolean)"""
+
+
+@pytest.mark.parametrize("path", ["/chapters/heads/", "/chapters/cost/", "/chapters/decode-time/",
+                                  "/chapters/attention-maps/"])
+def test_phone_ticks_are_legible(browser, server, path):
+    """P12: on a phone, 9 px tick labels (multi_head, attention_map), log axes labelled "2 5 2 5"
+    between decades, decode_roofline's "100 120" touching, and its legend naming the reader's
+    step twice ("1 user" beside "B = 1")."""
+    with new_page(browser, **PHONE) as pg:
+        pg.goto(server + path)
+        pg.wait_for_function(SETTLED, timeout=30_000)
+        for fig in pg.evaluate(TICKS):
+            assert not fig["small"] and not fig["minor"] and not fig["touching"], fig
+            assert not any(t.startswith("B = ") for t in fig["legend"]), fig

@@ -34,7 +34,7 @@ export function narrowFigure(fig) {
     data = data.map(function (trace, i) { return merge(trace, fig.narrow_traces[i] || {}); });
   }
   Object.keys(layout).forEach(function (k) {
-    if (/^[xy]axis\d*$/.test(k)) layout[k] = legible(layout[k]);
+    if (/^[xy]axis\d*$/.test(k)) layout[k] = legible(layout[k], true);
     if (/^coloraxis\d*$/.test(k) && layout[k].colorbar) {
       layout[k] = Object.assign({}, layout[k], { colorbar: legible(layout[k].colorbar) });
     }
@@ -49,11 +49,55 @@ export function narrowFigure(fig) {
 // heatmap) gets this (ux review P12: 9 px labels were hard to read on a phone).
 export var MIN_TICK_PX = 11;
 
-/* An axis or colour bar whose tick labels are at least MIN_TICK_PX (pure). */
-export function legible(axis) {
+/* An axis or colour bar whose tick labels are at least MIN_TICK_PX (pure). An axis whose
+ * labels grow makes room for them (automargin, unless the figure says otherwise): a longer
+ * label is never cut at the figure's edge. */
+export function legible(axis, isAxis) {
   var size = axis && axis.tickfont && axis.tickfont.size;
   if (!size || size >= MIN_TICK_PX) return axis;
-  return Object.assign({}, axis, { tickfont: Object.assign({}, axis.tickfont, { size: MIN_TICK_PX }) });
+  var out = Object.assign({}, axis, { tickfont: Object.assign({}, axis.tickfont, { size: MIN_TICK_PX }) });
+  if (isAxis && out.automargin === undefined) out.automargin = true;
+  return out;
+}
+
+// The room a tick label takes on an axis (px): fewer labels than the axis has room for.
+export var TICK_ROOM_PX = 60;
+
+/* Ticks for a log axis that names none (pure): over a decade or more, labels only at powers of
+ * ten, never plotly's minor digits between them ("2 5 2 5", "9 8 7 6 5 4 3 2"); under a
+ * decade, no more labels than `px` has room for (its "100 120" touched on a phone). `values`:
+ * the data drawn on the axis; returns the axis's patch ({nticks}) or null. plotly.js picks
+ * whole decades when the span in decades over nticks is above 0.7. */
+export function logTicks(axis, values, px) {
+  if (!axis || axis.type !== "log" || axis.dtick !== undefined || axis.tickvals || axis.nticks) {
+    return null;
+  }
+  var lo, hi;
+  if (Array.isArray(axis.range) && axis.range.length === 2) {
+    lo = Math.min(axis.range[0], axis.range[1]);
+    hi = Math.max(axis.range[0], axis.range[1]);
+  } else {
+    var logs = values.filter(function (v) { return typeof v === "number" && v > 0 && isFinite(v); })
+      .map(Math.log10);
+    if (logs.length < 2) return null;
+    lo = Math.min.apply(null, logs);
+    hi = Math.max.apply(null, logs);
+  }
+  var decades = hi - lo, room = Math.max(2, Math.floor((px || 0) / TICK_ROOM_PX));
+  if (!(decades > 0)) return null;
+  if (decades < 1) return { nticks: room };
+  return { nticks: Math.max(1, Math.min(room, Math.floor(decades / 0.75))) };
+}
+
+/* The numbers each trace draws on the axis `key` ("xaxis2": its traces' x, where they name
+ * "x2"), flattened one level (a heatmap's rows). */
+function axisValues(data, key) {
+  var letter = key[0], id = letter + key.slice(5), out = [];
+  (data || []).forEach(function (tr) {
+    if ((tr[letter + "axis"] || letter) !== id || !Array.isArray(tr[letter])) return;
+    tr[letter].forEach(function (v) { if (Array.isArray(v)) out.push.apply(out, v); else out.push(v); });
+  });
+  return out;
 }
 
 /* Light and dark figure colours come from the server (backend/compute/style.py), written
@@ -144,7 +188,13 @@ export function themed(data, layout) {
   var axes = Object.keys(lay).filter(function (k) { return /^[xy]axis\d*$/.test(k); });
   if (axes.indexOf("xaxis") < 0) axes.push("xaxis");
   if (axes.indexOf("yaxis") < 0) axes.push("yaxis");
-  axes.forEach(function (k) { lay[k] = fillIn(lay[k] || {}, axis); });
+  axes.forEach(function (k) {
+    lay[k] = fillIn(lay[k] || {}, axis);
+    var span = (lay[k].domain || [0, 1])[1] - (lay[k].domain || [0, 1])[0];
+    var px = (k[0] === "x" ? lay.width || 700 : lay.height || 450) * span;
+    var ticks = logTicks(lay[k], axisValues(data, k), px);
+    if (ticks) lay[k] = Object.assign({}, lay[k], ticks);
+  });
   if (lay.annotations) {
     lay.annotations = lay.annotations.map(function (a) { return fillIn(a, { font: font }); });
   }
