@@ -136,16 +136,3 @@ def test_the_proxy_lets_idle_replica_connections_go_before_gunicorn_does():
     (line,) = [x.strip() for x in upstream.splitlines() if x.strip().startswith("keepalive_timeout")]
     seconds = float(line.split()[1].rstrip(";").rstrip("s"))
     assert 0 < seconds < conf.keepalive
-
-
-def test_the_proxy_writes_the_readers_address_into_the_sitemap():
-    """The build's placeholder origin (widgets/build/site_url.py), replaced as Flask replaces it
-    (tests/app/test_site.py): the reader's scheme and host, past trusted proxies; the plain file,
-    never its precompressed copy, which sub_filter cannot read."""
-    from backend.app.site import SITEMAP_PLACEHOLDER
-
-    conf = (NGINX / "default.conf").read_text()
-    body = re.search(r"location = /sitemap\.xml \{(.*?)\n    \}", conf, re.S).group(1)
-    assert f'sub_filter "{SITEMAP_PLACEHOLDER}" "$book_forwarded_proto://$book_forwarded_host/";' in body
-    assert "gzip_static off;" in body and "sub_filter_once off;" in body
-    assert "text/xml" in body
