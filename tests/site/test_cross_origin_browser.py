@@ -32,7 +32,9 @@ CHAPTER = "/chapters/scaling/"
 def _small_build(out: Path, api_url: str) -> Path:
     docs = out / "docs"
     (docs / "chapters").mkdir(parents=True)
-    for rel in ["chapters/scaling.md", "glossary.md"]:  # the glossary hook reads its page
+    (docs / "chapters" / "_questions").mkdir()
+    # the glossary hook reads its page; the chapter shows its checked questions
+    for rel in ["chapters/scaling.md", "glossary.md", "chapters/_questions/scaling.yml"]:
         (docs / rel).write_text((ROOT / "docs" / rel).read_text())
     (docs / "index.md").write_text("# Home\n")  # the print edition reads the home page's head
     config = out / "mkdocs.yml"

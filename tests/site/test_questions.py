@@ -172,3 +172,8 @@ def test_question_numbers_follow_the_order_they_are_written_in(book):
     for slug, qs in book.by_chapter.items():
         numbers = [int(re.search(r"\.(\d+)$", q.id).group(1)) for q in qs]
         assert numbers == list(range(1, len(qs) + 1)), (slug, numbers)
+
+
+def test_the_built_site_does_not_publish_the_question_files(built_site):
+    """The questions' YAML (with their answers, also in an exam edition) stays out of the site."""
+    assert not (built_site / "chapters" / "_questions").exists()
