@@ -28,6 +28,7 @@ from safetensors.torch import save_file
 from backend.reference.config import ModelConfig
 from backend.reference.generate import generate
 from backend.reference.model import DecoderLM
+from backend.reference.training import lr_at as schedule
 
 from . import WEIGHTS_DIR
 from .card import loss_curve_svg, model_card
@@ -74,11 +75,8 @@ class TrainConfig:
 
 
 def lr_at(step: int, tc: TrainConfig) -> float:
-    if step < tc.warmup_steps:
-        return tc.lr * (step + 1) / tc.warmup_steps
-    progress = (step - tc.warmup_steps) / max(1, tc.steps - tc.warmup_steps)
-    floor = tc.lr * tc.min_lr_ratio
-    return floor + (tc.lr - floor) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+    """The run's schedule: the training chapter's warm-up and cosine (backend/reference/training.py)."""
+    return schedule(step, tc.lr, tc.warmup_steps, tc.steps, tc.min_lr_ratio)
 
 
 @torch.no_grad()
