@@ -7,8 +7,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { checkAnswer, isRight, loadProgress, parseAnswer, plain, record, saveProgress, STORE_KEY,
-         tally } from "../../widgets/runtime/questions.js";
+import { checkAnswer, isRight, lastTyped, loadProgress, parseAnswer, plain, record, saveProgress,
+         STORE_KEY, tally } from "../../widgets/runtime/questions.js";
 
 const BOOK = JSON.parse(readFileSync(new URL("./cases/questions.json", import.meta.url)));
 
@@ -84,8 +84,13 @@ test("progress: kept by id and version, right once is right, a changed question 
   p = record(p, "serving.1", "v1", true);
   p = record(p, "serving.1", "v1", false);
   assert.deepEqual(p["serving.1"], { v: "v1", ok: true, tries: 3 });
+  p = record(p, "serving.1", "v1", true, "128 KiB");
+  assert.equal(lastTyped(p, "serving.1", "v1"), "128 KiB");
+  assert.equal(lastTyped(p, "serving.1", "v2"), null);               // not for a changed question
+  assert.equal(record(p, "x.1", "v", false, "9".repeat(99))["x.1"].a.length, 60);
   assert.ok(saveProgress(storage, p));
   assert.ok(isRight(loadProgress(storage), "serving.1", "v1"));
+  assert.equal(loadProgress(storage)["serving.1"].tries, 4);
   assert.ok(!isRight(loadProgress(storage), "serving.1", "v2"));   // a new release changed it
   assert.deepEqual(record(loadProgress(storage), "serving.1", "v2", false)["serving.1"],
                    { v: "v2", ok: false, tries: 1 });

@@ -141,6 +141,8 @@ def test_progress_survives_reload_and_navigation_and_is_reset(server, wide):
     section = page.locator(f"#q-{q['id'].replace('.', '-')}")
     page.wait_for_function("el => el.textContent === 'answered right'",
                            arg=section.locator(".tw-q-state").element_handle())
+    # the last answer typed is back in its box
+    assert section.locator("input[type=text]").input_value() == _wrong(q)
     # to the home page by the site's navigation
     page.locator(".md-sidebar--primary a.md-nav__link:visible", has_text="Home").first.click()
     page.wait_for_selector("[data-progress] table")

@@ -161,12 +161,20 @@ export function saveProgress(storage, progress) {
   }
 }
 
-/* The progress after one try: right once is right (a later wrong try does not take it away). */
-export function record(progress, id, version, ok) {
+/* The progress after one try: right once is right (a later wrong try does not take it away);
+ * `typed`, the last answer as typed (shown again after a reload), at most 60 characters. */
+export function record(progress, id, version, ok, typed) {
   var was = progress[id] && progress[id].v === version ? progress[id] : { v: version, ok: false, tries: 0 };
   var out = Object.assign({}, progress);
   out[id] = { v: version, ok: was.ok || !!ok, tries: was.tries + 1 };
+  if (typed != null) out[id].a = String(typed).slice(0, 60);
   return out;
+}
+
+/* The last answer typed for this version of a question, or null. */
+export function lastTyped(progress, id, version) {
+  var p = progress[id];
+  return p && p.v === version && typeof p.a === "string" ? p.a : null;
 }
 
 export function isRight(progress, id, version) {

@@ -4,8 +4,8 @@
  * needs the server: the expected answers are in the page, the progress in this browser. */
 
 import { el as leaf } from "./dom.js";
-import { checkAnswer, isRight, loadProgress, parseAnswer, record, saveProgress, STORE_KEY,
-         tally } from "./questions.js";
+import { checkAnswer, isRight, lastTyped, loadProgress, parseAnswer, record, saveProgress,
+         STORE_KEY, tally } from "./questions.js";
 
 /* An element with children (nodes or text). */
 function el(tag, attrs) {
@@ -71,7 +71,7 @@ function mountQuestion(section) {
     form.appendChild(fieldset);
     read = function () {
       var picked = form.querySelector("input[type=radio]:checked");
-      return { value: picked ? picked.value : null };
+      return { value: picked ? picked.value : null, typed: picked ? picked.value : null };
     };
   } else {
     var input = el("input", { type: "text", id: anchor + "-answer", inputmode: "decimal",
@@ -81,7 +81,7 @@ function mountQuestion(section) {
     var box = el("span", { "class": "tw-q-box" }, input);
     if (q.unit) box.appendChild(el("span", { "class": "tw-q-unit" }, q.unit));
     form.appendChild(box);
-    read = function () { return parseAnswer(input.value, q.unit); };
+    read = function () { return Object.assign(parseAnswer(input.value, q.unit), { typed: input.value }); };
   }
   form.appendChild(el("button", { type: "submit", "class": "md-button tw-q-check" }, "Check"));
   var ask = section.querySelector(".tw-q-ask");
@@ -96,6 +96,15 @@ function mountQuestion(section) {
     state.textContent = !right ? "" : now === false ? "answered right earlier" : "answered right";
   }
   showState();
+  // the reader's last answer, as typed, back in its box after a reload
+  var before = lastTyped(loadProgress(storage()), q.id, q.v);
+  if (before !== null) {
+    var box = q.kind === "choice"
+      ? form.querySelector('input[type=radio][value="' + CSS.escape(before) + '"]')
+      : form.querySelector("input[type=text]");
+    if (box && q.kind === "choice") box.checked = true;
+    else if (box) box.value = before;
+  }
 
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
@@ -119,7 +128,7 @@ function mountQuestion(section) {
     if (hint && verdict.hint) hint.hidden = false;
     if (worked && verdict.ok) worked.open = true;
     var store = storage();
-    saveProgress(store, record(loadProgress(store), q.id, q.v, verdict.ok));
+    saveProgress(store, record(loadProgress(store), q.id, q.v, verdict.ok, parsed.typed));
     showState(verdict.ok);
     markNav();
     drawProgress();
