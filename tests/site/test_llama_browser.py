@@ -18,7 +18,7 @@ def test_source_shown_and_parity_moves_live(page, server):
     body = page.inner_text("article")
     assert "class LlamaMLP" in body and "def repeat_kv" in body
     assert f"transformers {transformers.__version__}" in body and "Apache License 2.0" in body
-    assert value_text(page, W, "max_abs_logit_diff") == "0.0e+00"  # the prose's .1e
+    assert value_text(page, W, "max_abs_logit_diff") == "0 (identical)"  # an exact zero, said so (ux P1)
     move_slider(page, W, "seed", 7)
     wait_live(page, W, timeout=90_000)
     lengths = page.evaluate(f"""() => {{ const d = document.querySelector('{W} .tw-plot').data[0];
