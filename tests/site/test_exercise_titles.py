@@ -46,3 +46,20 @@ def test_every_exercise_has_one_title():
 
 def test_the_home_page_names_no_handout():
     assert "LLM-101" not in (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+
+
+def test_the_home_page_lists_every_chapter_in_the_navs_order():
+    """The home page's numbered list of chapters is the nav's Parts, in order, numbered 1 to N
+    (it once left out the training chapter, which the nav had)."""
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_multi_constructor("!", lambda loader, suffix, node: None)
+    nav = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader)["nav"]
+    chapters = [path for item in nav if isinstance(item, dict)
+                for section, entries in item.items() if section.startswith("Part ")
+                for entry in entries for path in entry.values()]
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^(\d+)\. \[[^\]]+\]\((chapters/[\w-]+\.md)\)", home, re.M)
+    assert [path for _, path in listed] == chapters
+    assert [int(n) for n, _ in listed] == list(range(1, len(chapters) + 1))
