@@ -432,7 +432,7 @@ def list_macro(call: macros.Call) -> str:
 def progress_macro(call: macros.Call) -> str:
     """`{{ progress_view() }}`: where the runtime draws the reader's progress (the home page)."""
     macros.arguments(call, 0, "no arguments: progress_view()")
-    return ('<div class="tw-progress" id="your-progress" data-progress>'
+    return ('<div class="tw-progress" data-progress>'
             '<noscript>Your progress is shown here when JavaScript runs.</noscript></div>')
 
 
