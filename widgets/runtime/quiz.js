@@ -99,11 +99,11 @@ function mountQuestion(section) {
   // the reader's last answer, as typed, back in its box after a reload
   var before = lastTyped(loadProgress(storage()), q.id, q.v);
   if (before !== null) {
-    var box = q.kind === "choice"
+    var answered = q.kind === "choice"
       ? form.querySelector('input[type=radio][value="' + CSS.escape(before) + '"]')
       : form.querySelector("input[type=text]");
-    if (box && q.kind === "choice") box.checked = true;
-    else if (box) box.value = before;
+    if (answered && q.kind === "choice") answered.checked = true;
+    else if (answered) answered.value = before;
   }
 
   form.addEventListener("submit", function (ev) {
