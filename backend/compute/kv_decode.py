@@ -38,7 +38,7 @@ from backend.compute.kv_decode_models import (  # noqa: F401  (tests read them h
 )
 from backend.compute.measure import buckets, per_step, quarters, slope  # noqa: F401
 from backend.compute.spec import Depends, Output, Param, WidgetSpec
-from backend.compute.style import COLORS, base_layout
+from backend.compute.style import COLORS, base_layout, duration
 from backend.reference import decode
 from backend.reference.generate import GenerationResult, generate, token_steps
 
@@ -356,7 +356,7 @@ def _num(ms: float) -> str:
 
 
 def _ms(ms: float) -> str:
-    return _num(ms) + " ms"
+    return duration(ms)
 
 
 def _count(n: int, what: str) -> str:

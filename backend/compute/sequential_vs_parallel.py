@@ -22,7 +22,7 @@ import torch
 from backend import device
 from backend.compute import measure as measure_lib
 from backend.compute.spec import Output, Param, WidgetSpec
-from backend.compute.style import COLORS, base_layout
+from backend.compute.style import COLORS, base_layout, duration
 from backend.reference import recurrence
 
 SPEC = WidgetSpec(
@@ -167,7 +167,7 @@ def compute(params: dict) -> dict:
 
 
 def _ms(x: float) -> str:
-    return f"{x:.3g} ms"
+    return duration(x)
 
 
 def _summary(T, d, factor, v) -> str:

@@ -31,3 +31,18 @@ def test_a_slow_decode_step_reads_in_seconds_and_no_number_in_e_notation():
                    "context_len": 1048576})
     assert r["values"]["step_ms"] >= 1000
     assert "e+" not in r["summary"] and " s, " in r["summary"], r["summary"]
+
+
+def test_the_timing_widgets_summaries_write_long_times_in_seconds():
+    """kv_decode's and sequential_vs_parallel's summaries wrote "1.23e+04 ms" (their own ".3g ms")."""
+    from backend.compute import kv_decode, sequential_vs_parallel
+    v = {"tokens_identical": True, "repeats": 3, "measured_on": "CPU",
+         "step_ms_early_no_cache": 0.5, "step_ms_late_no_cache": 2.0, "step_ms_early_cache": 0.4,
+         "step_ms_late_cache": 0.45, "ms_no_cache": 12345.0, "ms_cache": 1500.0,
+         "key_rows_no_cache": 5000, "key_rows_cache": 100, "max_logit_diff": 1e-6}
+    text = kv_decode._summary("book", 100, 5, v)
+    assert "12.3 s against 1.5 s" in text and "e+" not in text, text
+    v = {"ms_sequential": 25000.0, "ms_parallel": 3.25, "repeats": 5, "measured_on": "CPU",
+         "speedup": 7692.3, "gradient_product": 0.5}
+    text = sequential_vs_parallel._summary(4096, 64, 0.9, v)
+    assert "took 25 s and the single product 3.25 ms" in text and "e+" not in text, text
