@@ -152,19 +152,15 @@ def test_compose_tls_publishes_https_with_the_certificate_folder():
 
 # ------------------------------------------------------------------------- the image, live
 
-def _why_not() -> str | None:
+BOOK_IMAGE = os.environ.get("BOOK_IMAGE", "localhost/transformer-book:test")
+NGINX_BASE = os.environ.get("NGINX_BASE", "localhost/book-nginx:bookworm")
+
+
+def proxy_image(tmp_path: Path, tag: str):
+    """Build the proxy image (deploy/nginx) as `tag` from the book's image and the nginx base,
+    and return a `podman(*args)` runner; skips where podman, root or those images are missing."""
     if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("podman") is None:
-        return "the proxy image check needs root and podman"
-    return None
-
-
-@pytest.mark.container
-@pytest.mark.slow
-def test_the_proxy_image_serves_https(tmp_path):
-    if (reason := _why_not()) is not None:
-        pytest.skip(reason)
-    book_image = os.environ.get("BOOK_IMAGE", "localhost/transformer-book:test")
-    nginx_base = os.environ.get("NGINX_BASE", "localhost/book-nginx:bookworm")
+        pytest.skip("the proxy image check needs root and podman")
     conf_file = tmp_path / "containers.conf"
     conf_file.write_text('[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n')
     env = {**os.environ, "CONTAINERS_CONF": str(conf_file)}
@@ -173,15 +169,22 @@ def test_the_proxy_image_serves_https(tmp_path):
         return subprocess.run(["podman", *args], env=env, capture_output=True, text=True,
                               check=check, timeout=timeout)
 
-    for image in (book_image, nginx_base):
+    for image in (BOOK_IMAGE, NGINX_BASE):
         if podman("image", "exists", image, check=False).returncode != 0:
             pytest.skip(f"no {image} (tests/container/build.sh, deploy/local-bases.sh make them)")
+    podman("build", "--isolation=chroot", "--network=host", "-q", "--build-arg",
+           f"BOOK_IMAGE={BOOK_IMAGE}", "--build-arg", f"NGINX_BASE={NGINX_BASE}", "-t", tag,
+           "-f", "Containerfile", str(ROOT / "deploy/nginx"))
+    return podman
+
+
+@pytest.mark.container
+@pytest.mark.slow
+def test_the_proxy_image_serves_https(tmp_path):
     tag = f"localhost/book-proxy-tls-test:{os.getpid()}"
+    podman = proxy_image(tmp_path, tag)
     name = f"book-proxy-tls-{os.getpid()}"
     http_port, https_port = free_port(), free_port()
-    podman("build", "--isolation=chroot", "--network=host", "-q", "--build-arg",
-           f"BOOK_IMAGE={book_image}", "--build-arg", f"NGINX_BASE={nginx_base}", "-t", tag,
-           "-f", "Containerfile", str(ROOT / "deploy/nginx"))
     try:
         # no replicas: `app` resolves to loopback, where nothing answers (the API is a 502)
         podman("run", "-d", "--name", name, "--add-host", "app:127.0.0.1", "-e", "BOOK_TLS=on",
@@ -247,31 +250,14 @@ def test_behind_a_campus_proxy_the_app_sees_the_readers_scheme_and_address(tmp_p
     reader's address, https, the public host) and writes https links into the notebooks it
     serves; with 1, nginx's own. The real nginx of the proxy image in a pod with a stand-in
     replica that answers with the headers it was sent; those headers then go to the app."""
-    if (reason := _why_not()) is not None:
-        pytest.skip(reason)
-    book_image = os.environ.get("BOOK_IMAGE", "localhost/transformer-book:test")
-    nginx_base = os.environ.get("NGINX_BASE", "localhost/book-nginx:bookworm")
-    conf_file = tmp_path / "containers.conf"
-    conf_file.write_text('[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n')
-    env = {**os.environ, "CONTAINERS_CONF": str(conf_file)}
-
-    def podman(*args, check=True, timeout=600):
-        return subprocess.run(["podman", *args], env=env, capture_output=True, text=True,
-                              check=check, timeout=timeout)
-
-    for image in (book_image, nginx_base):
-        if podman("image", "exists", image, check=False).returncode != 0:
-            pytest.skip(f"no {image} (tests/container/build.sh, deploy/local-bases.sh make them)")
     tag, pod = f"localhost/book-proxy-fwd-test:{os.getpid()}", f"book-fwd-{os.getpid()}"
+    podman = proxy_image(tmp_path, tag)
     port = free_port()
-    podman("build", "--isolation=chroot", "--network=host", "-q", "--build-arg",
-           f"BOOK_IMAGE={book_image}", "--build-arg", f"NGINX_BASE={nginx_base}", "-t", tag,
-           "-f", "Containerfile", str(ROOT / "deploy/nginx"))
     try:
         podman("pod", "create", "--name", pod, "--add-host", "app:127.0.0.1",
                "-p", f"127.0.0.1:{port}:80")
         podman("run", "-d", "--pod", pod, "--name", f"{pod}-app", "--entrypoint", "python",
-               book_image, "-c", ECHO)
+               BOOK_IMAGE, "-c", ECHO)
         podman("run", "-d", "--pod", pod, "--name", f"{pod}-proxy", tag)
 
         def sent(headers: dict) -> dict:
