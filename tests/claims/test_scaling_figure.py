@@ -6,12 +6,14 @@ computes (seed at its default). The chapter's other sentences, and how populatio
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
 from backend.device import device
 from backend.reference import scaling
+from widgets.build import reading
 from tests.support.scaling_page import (
     D_KS,
     MODULE,
@@ -22,6 +24,9 @@ from tests.support.scaling_page import (
     v,
     widget_rows,
 )
+
+CHAPTER = Path(__file__).resolve().parents[2] / "docs/chapters/scaling.md"
+
 
 # --- Push on it: what the figure shows as the sliders move ---------------------------------
 
@@ -80,6 +85,41 @@ def _query_ratios(d_k, n_positions):
             / scaling.query_gradient(torch.softmax(scores * c, -1), keys, c)).flatten().cpu()
 
 
+def test_two_things_pull_against_each_other_at_the_query():
+    """"Two things pull against each other: unscaled, a row skips that second factor, but a
+    collapsed row has almost no J g for it to multiply." The same weights and keys send the
+    query exactly sqrt(d_k) times more at scale 1 than at 1/sqrt(d_k); and, the factor taken out,
+    the collapsed unscaled rows' |K^T J| is a tiny fraction of their scaled rows'."""
+    s, q = MODULE.queries_for(64, 8)
+    g = scaling.make_generator(SEED, device())
+    scaling.dot_product_variance(64, MODULE.n_pairs_for(64), g, device())
+    qs, k = scaling.random_queries_and_keys(64, 8, s, q, g, device())
+    scores, keys = (qs @ k.transpose(-2, -1)).double(), k.double()
+    p_u, p_s = torch.softmax(scores, -1), torch.softmax(scores / 8, -1)
+    assert torch.allclose(scaling.query_gradient(p_s, keys, 1.0),
+                          8 * scaling.query_gradient(p_s, keys, 1 / 8))
+    bare = (scaling.query_gradient(p_u, keys, 1.0) / scaling.query_gradient(p_s, keys, 1.0)).cpu()
+    collapsed = (p_u.max(-1).values >= 0.99).cpu()
+    assert bare[collapsed].median() < 0.1 / 8  # so even the skipped factor of 8 cannot make it up
+    assert bare[~collapsed].median() > 0.1 / 8
+
+
+def test_the_query_gradient_is_on_the_reading_line():
+    """A fresh reader found the Summary's query bullet and Push on it's query readout explained
+    only inside a "Going further" collapsible. The derivation, the head-size table and its
+    sentence are now on the reading line (outside every !!!/??? block); the collapsible keeps
+    the code, the split behind the median and the other lengths."""
+    line, side = reading.split(CHAPTER.read_text(encoding="utf-8"))
+    for needed in ("c\\, K^\\top J g", "pays its \\(1/\\sqrt{d_k}\\) a second time",
+                   '"grad_q_ratio", fmt=".2g", d_k=128', '"query_starved", fmt=".0%", d_k=512',
+                   "from 128, the typical row sends less too",
+                   '"starved_unscaled", fmt=".0%", d_k=512'):
+        assert needed in line, needed
+    flat = " ".join(line.split())
+    assert "watch the median gradient at the query, unscaled ÷ scaled, drop below one half" in flat
+    assert "scaling.py:query_gradient" not in line and "The split behind the median" in side
+
+
 def test_at_the_default_the_typical_unscaled_row_sends_as_much_to_the_query_but_split():
     """"the typical unscaled row sends as much gradient to W_Q as the scaled one, or more. The
     median hides a split: X of the unscaled rows (the collapsed ones) send less than a tenth
@@ -128,8 +168,8 @@ def test_over_512_positions_the_query_ratio_stays_above_one_up_to_512():
 
 
 def test_summary_head_64_from_8_positions_the_unscaled_query_gets_as_much():
-    """Summary: "at head size 64, over 8 positions or more, the typical unscaled row sends W_Q as
-    much gradient as the scaled one, or more"."""
+    """Summary: "the typical unscaled row of a 64-wide head over 8 positions gets as much
+    gradient as a scaled one" (and at every length above 8 too)."""
     for t in POSITIONS:
         if t >= 8:
             assert v(64, t)["grad_q_ratio"] >= 1
@@ -137,7 +177,8 @@ def test_summary_head_64_from_8_positions_the_unscaled_query_gets_as_much():
 
 @pytest.mark.parametrize("n_positions", POSITIONS)
 def test_the_bigger_the_head_the_more_rows_send_the_query_almost_nothing(n_positions):
-    """"at every number of positions, the bigger the head, the larger that share"."""
+    """"a random share of rows sends almost none, a share that grows with the head size" (the
+    reading line, over 8 positions), and the collapsible: "at every number of positions"."""
     key = "query_starved"
     for a, b in zip(D_KS, D_KS[1:]):
         assert v(b, n_positions)[key] >= v(a, n_positions)[key] - slack(
