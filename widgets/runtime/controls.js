@@ -2,7 +2,7 @@
  * guard that lets a swipe over a slider scroll the page. */
 
 import { el } from "./dom.js";
-import { formatValue } from "./format.js";
+import { formatValue, unitAfter } from "./format.js";
 import { check, fromSlider, isNum, optionLabel, released, sliderRange, toSlider } from "./spec.js";
 
 var TOUCH_SLOP_PX = 8;        // a finger moving less than this is a tap
@@ -17,7 +17,8 @@ export function checkOffered(widget, p, v) {
  * 2e+4), others to four digits. */
 export function valueText(p, v) {
   var fmt = p.type === "int" ? "d" : (Math.round(v) === v && Math.abs(v) < 1e15 ? ",d" : ".4g");
-  return formatValue(v, fmt) + (p.unit ? " " + p.unit : "");
+  var text = formatValue(v, fmt);
+  return text + unitAfter(text, p.unit);
 }
 
 export function buildControl(widget, p) {

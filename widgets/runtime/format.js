@@ -59,13 +59,27 @@ export function formatValue(value, fmt) {
   return text;
 }
 
-/* A value with its unit, as the page shows it: `formatValue` and the unit, except a time in
- * milliseconds from 1,000 up, which reads in seconds to three figures ("10.1 s", never
- * "1.01e+04 ms"; whole seconds with commas from 1,000 s). */
+/* The unit after a number as the page writes it: singular after exactly one ("1 token",
+ * "1 radian", "1 token slot"), for every unit that is a plural word or words (the last word
+ * four letters or more, ending in one s). Symbols, abbreviations and phrases ("ms", "bytes/s",
+ * "$ per million tokens", "× a target step") and any other number ("1.0", "0", "2") keep the
+ * unit as the spec writes it. */
+export function unitAfter(text, unit) {
+  if (!unit) return "";
+  var words = unit.split(" "), last = words[words.length - 1];
+  var plural = words.every(function (w) { return /^[a-z]+$/i.test(w); }) && words.indexOf("per") < 0 &&
+    last.length >= 4 && /[^s]s$/.test(last);
+  return " " + (plural && /^[-+]?1$/.test(text) ? unit.slice(0, -1) : unit);
+}
+
+/* A value with its unit, as the page shows it: `formatValue` and the unit (`unitAfter`: "1 token",
+ * "2 tokens"), except a time in milliseconds from 1,000 up, which reads in seconds to three
+ * figures ("10.1 s", never "1.01e+04 ms"; whole seconds with commas from 1,000 s). */
 export function withUnit(value, fmt, unit) {
   if (unit === "ms" && typeof value === "number" && isFinite(value) && Math.abs(value) >= 999.5) {
     var s = value / 1000;
     return formatValue(s, Math.abs(s) >= 999.5 ? ",.0f" : ".3g") + " s";
   }
-  return formatValue(value, fmt) + (unit ? " " + unit : "");
+  var text = formatValue(value, fmt);
+  return text + unitAfter(text, unit);
 }
