@@ -11,7 +11,7 @@
 #                 empty: /api on the page's own origin.
 #   BASE / NODE_BASE  base images; can point at local ones where registries are unreachable.
 # Layers, slowest-changing first: the Python requirements (minutes, cached until a
-# requirements file changes), then the code, then the book's build. A chapter edit reruns only
+# lock file changes), then the code, then the book's build. A chapter edit reruns only
 # the `site` stage. A site already built on the host (`make build`) can stand in for that stage
 # with `--build-context site=site` (BuildKit / podman): then a chapter edit costs seconds.
 ARG BASE=python:3.11-slim
@@ -23,7 +23,7 @@ WORKDIR /book
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 
-# ---- the API server's Python environment: exactly requirements.txt, in a venv
+# ---- the API server's Python environment: exactly requirements.txt, locked, in a venv
 FROM ${BASE} AS deps
 ARG TORCH_INDEX=cpu
 # the pin in requirements.txt (tests/test_dockerfile.py checks they agree)
@@ -33,13 +33,19 @@ ENV PIP_NO_CACHE_DIR=1 \
     PATH=/opt/venv/bin:$PATH
 RUN python -m venv /opt/venv
 WORKDIR /book
-COPY requirements.txt requirements-nodeps.txt ./
-# torch first, from the index TORCH_INDEX names; the rest then finds it already satisfied.
-RUN if [ -n "${TORCH_INDEX}" ]; then \
+COPY requirements.lock requirements-nodeps.lock ./
+# Every package from the hashed locks (`make lock`): pip refuses a file whose SHA-256 the lock
+# does not list, whichever index offers it. torch is the lock's CPU build: TORCH_INDEX=cpu adds
+# that index (the hashes keep every other package to PyPI's files); empty, pip's own
+# configuration finds it (a local wheel folder). A CUDA index installs its own build of torch
+# first, unhashed (the lock lists the CPU build's files); the lock's torch pin is then met.
+RUN if [ "${TORCH_INDEX}" = cpu ]; then \
+      export PIP_EXTRA_INDEX_URL="https://download.pytorch.org/whl/cpu"; \
+    elif [ -n "${TORCH_INDEX}" ]; then \
       pip install --index-url "https://download.pytorch.org/whl/${TORCH_INDEX}" "torch==${TORCH_VERSION}"; \
     fi \
-    && pip install -r requirements.txt \
-    && pip install --no-deps -r requirements-nodeps.txt
+    && pip install --require-hashes -r requirements.lock \
+    && pip install --require-hashes --no-deps -r requirements-nodeps.lock
 
 # ---- the same venv less what the server never imports or runs (deploy/prune_venv.py says
 # what and why: torch's C++ tests, headers and tools, pip, unused bytecode, symbol tables)
@@ -72,8 +78,8 @@ FROM deps AS book
 ENV NO_MKDOCS_2_WARNING=1 \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1
-COPY requirements-docs.txt ./
-RUN pip install -r requirements-docs.txt
+COPY requirements-docs.lock ./
+RUN pip install --require-hashes -r requirements-docs.lock
 COPY --from=assets /book/node_modules ./node_modules
 COPY backend ./backend
 COPY widgets ./widgets

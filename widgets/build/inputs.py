@@ -23,7 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 INPUTS = ("mkdocs.yml", "docs", "widgets", "backend", "requirements.txt", "requirements-docs.txt",
-          "requirements-nodeps.txt", "package-lock.json")
+          "requirements-nodeps.txt", "package-lock.json",
+          # what is installed: a re-lock can move a package no requirements file names
+          "requirements.lock", "requirements-docs.lock", "requirements-nodeps.lock")
 RECORD = ROOT / ".cache" / "site-inputs"
 
 
