@@ -177,3 +177,21 @@ def test_question_numbers_follow_the_order_they_are_written_in(book):
 def test_the_built_site_does_not_publish_the_question_files(built_site):
     """The questions' YAML (with their answers, also in an exam edition) stays out of the site."""
     assert not (built_site / "chapters" / "_questions").exists()
+
+
+def test_every_setting_a_question_reads_is_baked_into_its_chapters_widget(book, built_site):
+    """With the API down a reader can still move the widget to the question's setting and read
+    the answer there: the chapter's widget carries that setting's result (21 of 95 did not)."""
+    from backend.compute import REGISTRY
+    config = re.compile(r'<script type="application/json" class="tw-config">(.*?)</script>', re.S)
+    for q in book.by_id.values():
+        page = built_site / q.chapter.removesuffix(".md") / "index.html"
+        widgets = [json.loads(raw.replace("<\\/", "</"))
+                   for raw in config.findall(page.read_text(encoding="utf-8"))]
+        answer = q.answer
+        for spec in [answer] if "widget" in answer else list((answer.get("of") or {}).values()):
+            name = spec["widget"]
+            wanted = REGISTRY[name].SPEC.resolve(dict(spec.get("params") or {}))
+            baked = [b["params"] for w in widgets if w["spec"]["name"] == name for b in w["baked"]]
+            assert baked, f"{q.id}: {q.chapter} shows no {name} widget"
+            assert json.loads(json.dumps(wanted)) in baked, (q.id, name, spec.get("params"))

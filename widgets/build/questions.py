@@ -396,6 +396,23 @@ def _book() -> Book:
     return _STATE["book"]
 
 
+def settings_for(chapter: str, widget: str) -> list[dict]:
+    """The settings of `widget` the questions of `chapter` ("chapters/kv-cache.md") read their
+    answers at: the page bakes them, so a reader can confirm an answer with the API down."""
+    book = _STATE["book"]
+    if book is None:
+        return []
+    out = []
+    for q in book.by_chapter.get(Path(chapter).stem, []):
+        answer = q.answer
+        for spec in [answer] if "widget" in answer else list((answer.get("of") or {}).values()):
+            if isinstance(spec, dict) and spec.get("widget") == widget:
+                params = dict(spec.get("params") or {})
+                if params not in out:
+                    out.append(params)
+    return out
+
+
 def question_macro(call: macros.Call) -> str:
     (qid,) = macros.arguments(call, 1, 'one question id: question("kv-cache.2")')
     book = _book()

@@ -175,7 +175,11 @@ def render_widget_block(body: str, where: str, instances: dict | None = None) ->
         raise PluginError(f"{where}: {exc.message}") from None
     spec = REGISTRY[name].SPEC
     baked, seen = [first], {json.dumps(first["params"], sort_keys=True)}
-    for point in spec.bake_points():
+    try:
+        asked = [spec.resolve(p) for p in questions.settings_for(where, name)]
+    except ParamError as exc:
+        raise PluginError(f"{where}: a question asks for a setting {name} refuses: {exc}") from None
+    for point in spec.bake_points() + asked:
         key = json.dumps(point, sort_keys=True)
         if key not in seen:
             seen.add(key)
