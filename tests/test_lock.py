@@ -1,5 +1,5 @@
 """The hashed locks (requirements*.lock, `make lock`, deploy/lock.py) are in step with the pins
-people edit (requirements*.txt).
+people edit (requirements*.txt), and pyproject.toml declares the same runtime list.
 
 Editing a requirements file without `make lock` fails here: a pin moved or added is missing from
 its lock at that version, a pin removed is still in the lock as a direct requirement."""
@@ -11,6 +11,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,16 @@ def test_the_torch_wheel_pip_finds_on_this_machine_is_the_locked_one():
             for block in iter(lambda: f.read(1 << 20), b""):
                 digest.update(block)
         assert digest.hexdigest() in locked, wheel
+
+
+def test_pyproject_declares_the_runtime_requirements():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {}
+    for requirement in project["dependencies"]:
+        found = PIN.match(requirement)
+        assert found, f"pyproject.toml: not a `name==version` pin: {requirement!r}"
+        declared[canonical(found.group(1))] = found.group(2)
+    assert declared == inputs(ROOT / "requirements.txt")
 
 
 def test_make_and_the_image_install_only_from_the_locks_with_hashes():
