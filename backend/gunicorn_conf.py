@@ -7,13 +7,13 @@ is divided among the workers so they do not fight over cores.
 import atexit
 import os
 import shutil
-import sys
 import tempfile
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # gunicorn -c from any folder
-from backend import settings  # noqa: E402
-from backend.host import available_cpus, limit_malloc_arenas, torch_threads  # noqa: E402
+# `backend` imports without a sys.path edit here: `python -m backend.serve` runs from the
+# repository root (the image's WORKDIR), and `gunicorn -c backend/gunicorn_conf.py` puts the
+# folder it starts in on sys.path before it reads this file (elsewhere: PYTHONPATH=<the root>).
+from backend import settings
+from backend.host import available_cpus, limit_malloc_arenas, torch_threads
 
 # Every variable is checked here, in the master, before a worker forks: a bad one stops
 # gunicorn at once with a message naming it.

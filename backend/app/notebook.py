@@ -300,7 +300,7 @@ def _needs(spec: WidgetSpec, c: Carried) -> str:
 
 
 _WRITE = '''\
-import hashlib, os, pathlib, sys, urllib.request
+import hashlib, importlib.util, os, pathlib, sys, urllib.request
 
 SRC = pathlib.Path({src!r}).resolve()
 # The trained weights, if this widget needs them: file -> (SHA-256, where the server offers it)
@@ -351,10 +351,17 @@ def write_book_code(files):
             copy = SRC / "backend/bookmodel/weights" / name
             copy.parent.mkdir(parents=True, exist_ok=True)
             copy.write_bytes((where / name).read_bytes())
-    if str(SRC) not in sys.path:
-        sys.path.insert(0, str(SRC))
     for name in [m for m in sys.modules if m == "backend" or m.startswith("backend.")]:
         del sys.modules[name]  # a kernel that ran an older copy imports this one afresh
+    # `backend` is the package written under SRC, registered by its name: its modules import
+    # from that folder, with no change to sys.path (nothing else the kernel imports moves)
+    importlib.invalidate_caches()
+    spec = importlib.util.spec_from_file_location(
+        "backend", SRC / "backend" / "__init__.py",
+        submodule_search_locations=[str(SRC / "backend")])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["backend"] = package
+    spec.loader.exec_module(package)
 
 
 write_book_code(BOOK_FILES)
