@@ -15,7 +15,7 @@
 # the `site` stage. A site already built on the host (`make build`) can stand in for that stage
 # with `--build-context site=site` (BuildKit / podman): then a chapter edit costs seconds.
 ARG BASE=python:3.11-slim
-ARG NODE_BASE=node:20-bookworm-slim
+ARG NODE_BASE=node:26-trixie-slim
 
 # ---- browser libraries (KaTeX, plotly.js) from the npm registry, served by the site itself
 FROM ${NODE_BASE} AS assets

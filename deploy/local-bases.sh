@@ -5,7 +5,7 @@
 #
 #   deploy/local-bases.sh        # makes (once, then reuses):
 #     localhost/book-debian:bookworm   debootstrap'd Debian (the mirror apt already uses)
-#     localhost/book-nginx:bookworm    Debian's nginx + curl, laid out like nginx:1.27-bookworm
+#     localhost/book-nginx:bookworm    Debian's nginx + curl, laid out like the nginx image
 #     localhost/book-redis:bookworm    Debian's redis-server, laid out like redis:7-bookworm
 #
 # then:  NGINX_BASE=localhost/book-nginx:bookworm REDIS_IMAGE=localhost/book-redis:bookworm \
