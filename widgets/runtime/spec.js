@@ -18,22 +18,32 @@ export function settingQuery(spec, params) {
 
 export function isLog(p) { return p.scale === "log2" && p.min > 0; }
 
-/* The values a slider stops at, or null for a plain slider (position = value, or log2 of it):
- * an `allowed` list (the divisors of a head count: only those, index 0..n-1), or for a
- * log-scaled float the round values 1-2-5 per decade, with the default, the ends and the
- * round baked values among them (no 78.125 * 2^k, no 20000.000000000706). */
+/* The values a slider stops at, or null for a plain slider (position = value): an `allowed`
+ * list (the divisors of a head count: only those, index 0..n-1); for a log-scaled int the
+ * powers of two on its grid with both ends and the default (a track of whole log2 steps from
+ * the min never reached a max that is not min * 2^k: 400 stopped at 256, a ceiling of 1448 at
+ * 1024); for a log-scaled float the round values 1-2-5 per decade, with the default, the ends
+ * and the round baked values among them (no 78.125 * 2^k, no 20000.000000000706). */
 export function stops(p, eff, extra) {
   var lo = eff.min, hi = eff.max, list;
   if (eff.allowed) {
     list = eff.allowed.filter(function (a) { return a >= lo && a <= hi; });
     return list.length ? list.slice().sort(function (a, b) { return a - b; }) : null;
   }
-  if (!(isLog(p) && p.type === "float")) return null;
-  list = [lo, hi, p.default].concat((extra || []).filter(function (v) {
-    return typeof v === "number" && +v.toPrecision(2) === v;
-  }));
-  for (var e = Math.floor(Math.log10(lo)); Math.pow(10, e) <= hi; e++) {
-    [1, 2, 5].forEach(function (m) { list.push(+(m * Math.pow(10, e)).toPrecision(6)); });
+  if (!isLog(p)) return null;
+  if (p.type === "int") {
+    var step = p.step || 1;
+    list = [lo, hi, p.default];
+    for (var k = 1; k <= hi; k *= 2) {
+      if ((k - p.min) % step === 0) list.push(k);  // on the param's grid (an even width)
+    }
+  } else {
+    list = [lo, hi, p.default].concat((extra || []).filter(function (v) {
+      return typeof v === "number" && +v.toPrecision(2) === v;
+    }));
+    for (var e = Math.floor(Math.log10(lo)); Math.pow(10, e) <= hi; e++) {
+      [1, 2, 5].forEach(function (m) { list.push(+(m * Math.pow(10, e)).toPrecision(6)); });
+    }
   }
   list = list.filter(function (v) { return v >= lo && v <= hi; })
     .sort(function (a, b) { return a - b; });
@@ -48,11 +58,11 @@ export function nearest(list, v) {
 export function sliderRange(p, eff, list) {
   if (list) return { min: 0, max: list.length - 1, step: 1 };
   return { min: toSlider(p, eff.min), max: toSlider(p, eff.max),
-           step: isLog(p) ? 1 : (p.step || "any") };
+           step: isLog(p) ? "any" : (p.step || "any") };
 }
 
-/* Slider position <-> parameter value. Log-scaled int sliders stop at powers of two, sliders
- * with stops at those; the number box beside every slider takes any allowed value. */
+/* Slider position <-> parameter value. Sliders with stops move over those; the number box
+ * beside every slider takes any allowed value. */
 export function toSlider(p, v, list) {
   if (list) return list.indexOf(nearest(list, v));
   return isLog(p) ? Math.log2(v) : v;
