@@ -15,7 +15,7 @@ from functools import lru_cache
 import torch
 
 from backend.compute.spec import Depends, Output, Param, ParamError, WidgetSpec
-from backend.compute.style import SERIES, WEIGHT_SCALE, base_layout
+from backend.compute.style import SERIES, TICK_PX, WEIGHT_SCALE, base_layout
 from backend.reference.config import ModelConfig
 from backend.reference.counting import count_module
 from backend.reference.head_cost import head_table, init_stds
@@ -364,7 +364,7 @@ def _figure(v: dict, maps: list, h: int, n_kv: int, d: int) -> dict:
     layout = base_layout(height=_height(-(-h // cols)), **_axes_and_titles(v, h, n_kv, cols))
     layout["margin"] = {"l": 70, "r": 10, "t": TOP_PX, "b": BOTTOM_PX}
     for key in [k for k in layout if k.startswith(("xaxis", "yaxis"))]:
-        layout[key].update({"type": "category", "tickfont": {"size": 9}})
+        layout[key].update({"type": "category", "tickfont": {"size": TICK_PX}})
         if key.startswith("xaxis"):
             layout[key]["tickangle"] = -90
         else:

@@ -59,6 +59,11 @@ def theme_payload() -> dict:
     return {"themes": THEMES, "weight_scale": WEIGHT_SCALE, "weight_scales": WEIGHT_SCALES}
 
 
+# The smallest tick label a figure asks for (px), the phone's floor too (widgets/runtime/theme.js
+# MIN_TICK_PX raises anything smaller there): 9 px labels were hard to read (ux review P12).
+TICK_PX = 11
+
+
 def base_layout(height: int = 420, **extra) -> dict:
     """The layout every figure starts from; widgets add axes and annotations."""
     layout = {

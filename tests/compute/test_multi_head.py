@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from backend.compute import multi_head as mh
+from backend.compute.style import TICK_PX
 from backend.reference.config import ModelConfig
 from backend.reference.grouped_query import GroupedQueryAttention
 from tests.support.api import poster
@@ -155,3 +156,15 @@ def test_hover_names_words_not_positions():
     assert fig["data"][0]["x"] == ["the₁", "keys", "to", "the₂", "cabinet", "were", "on", "the₃",
                                    "table"]
     assert "%{y} looks at %{x}" in fig["data"][0]["hovertemplate"]
+
+
+def test_tick_labels_are_at_least_the_shared_size_on_every_layout(client):
+    """The maps' word labels (issue 33, P12): 9 px on every screen before; now the shared
+    figure style's TICK_PX (11 px), on the desktop layout and the phone's patch alike."""
+    for h in (4, 8, 16):
+        fig = post(client, n_heads=h, n_kv=h // 2)["figure"]
+        for layout in (fig["layout"], fig["narrow"]):
+            sizes = {k: a.get("tickfont", {}).get("size") for k, a in layout.items()
+                     if k.startswith(("xaxis", "yaxis"))}
+            assert len(sizes) >= h
+            assert all(s is not None and s >= TICK_PX == 11 for s in sizes.values()), sizes
