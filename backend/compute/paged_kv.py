@@ -196,28 +196,35 @@ def _figure(runs: dict, budget: int) -> dict:
                      "name": name, "showlegend": True})
     hidden = {"showticklabels": False, "showgrid": False, "zeroline": False, "ticks": ""}
     per = max(1, budget // CELLS)
+    # Axis titles say how to read a grid (review P7): the arena runs along a row, then down.
+    # The gap between the grids holds the upper one's x title and the lower one's heading.
+    across = {"text": f"{COLUMNS} cells a row, left to right", "font": {"size": 11},
+              "standoff": 4}
+    down = {"text": "rows", "font": {"size": 11}, "standoff": 4}
     layout = base_layout(
-        460,
-        xaxis={**hidden, "domain": [0, 1], "anchor": "y"},
-        yaxis={**hidden, "domain": [0.55, 1], "autorange": "reversed"},
-        xaxis2={**hidden, "domain": [0, 1], "anchor": "y2"},
-        yaxis2={**hidden, "domain": [0, 0.45], "autorange": "reversed"},
+        500,
+        xaxis={**hidden, "domain": [0, 1], "anchor": "y", "title": across},
+        yaxis={**hidden, "domain": [0.6, 1], "autorange": "reversed", "title": down},
+        xaxis2={**hidden, "domain": [0, 1], "anchor": "y2", "title": across},
+        yaxis2={**hidden, "domain": [0, 0.4], "autorange": "reversed", "title": down},
         annotations=[
             {"text": f"contiguous, max length reserved (cell = {per} slots)",
              "x": 0, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "left",
              "yanchor": "bottom", "showarrow": False},
-            {"text": "paged: blocks taken as tokens arrive",
-             "x": 0, "y": 0.45, "xref": "paper", "yref": "paper", "xanchor": "left",
+            {"text": f"paged, blocks as tokens arrive (cell = {per} slots)",
+             "x": 0, "y": 0.4, "xref": "paper", "yref": "paper", "xanchor": "left",
              "yanchor": "bottom", "showarrow": False}],
-        margin={"l": 10, "r": 10, "t": 30, "b": 10},
-        legend={"orientation": "h", "y": -0.05},
+        margin={"l": 30, "r": 10, "t": 30, "b": 30},
+        legend={"orientation": "h", "y": -0.1},
     )
     # on a phone the first title in two lines: in one it runs past the figure's edge
     first = {**layout["annotations"][0], "align": "left",
              "text": f"contiguous, max length reserved<br>(cell = {per} slots)"}
+    second = {**layout["annotations"][1], "align": "left",
+              "text": f"paged, blocks as tokens arrive<br>(cell = {per} slots)"}
     return {"data": data, "layout": layout,
-            "narrow": {"height": 560, "legend": {"y": -0.12}, "margin": {"t": 44},
-                       "annotations": [first, layout["annotations"][1]]}}
+            "narrow": {"height": 600, "legend": {"y": -0.14}, "margin": {"t": 44},
+                       "annotations": [first, second]}}
 
 
 def _summary(params: dict, v: dict) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from backend.compute import paged_kv
@@ -98,3 +100,19 @@ def test_the_grids_say_what_a_row_and_a_cell_are(client):
     assert "(cell = " in fig["layout"]["annotations"][0]["text"]
     assert body["summary"].endswith("Each grid is the arena read row by row, left to right.")
     assert all(fig["layout"][ax]["ticks"] == "" for ax in ("xaxis", "yaxis", "xaxis2", "yaxis2"))
+
+
+def test_both_grids_have_axis_titles_and_say_how_many_slots_a_cell_holds(client):
+    """Issue 33 (P7, re-tried): the grids had no axis titles, and only the contiguous one said
+    what a cell holds. Every axis of both grids is titled, and each grid's heading names the
+    slots in a cell, on a desktop and in the phone's patch."""
+    for setting in ({}, {"block_size": 32}):
+        fig = post(client, **setting)["figure"]
+        lay = fig["layout"]
+        titles = {ax: lay[ax].get("title", {}).get("text", "") for ax in
+                  ("xaxis", "yaxis", "xaxis2", "yaxis2")}
+        assert all(titles.values()), titles
+        assert "cells a row" in titles["xaxis"] and titles["xaxis"] == titles["xaxis2"]
+        for annotations in (lay["annotations"], fig["narrow"]["annotations"]):
+            assert len(annotations) == 2
+            assert all(re.search(r"cell = [\d,]+ slots", a["text"]) for a in annotations)
