@@ -312,3 +312,110 @@ def test_the_three_ways_table_what_happens_and_each_fix(dtype):
     if dtype != "float32":
         assert run(mask="causal_padding", dtype=dtype)["sum_dtype_with_fp32_mask"] == "float32"
         assert run(mask="causal_padding", form="additive_min_fp32", dtype=dtype)["nan_rows"] == 1
+
+
+def test_the_table_a_boolean_mask_is_safe_applied_not_added():
+    """Row 2's fix: 'a boolean mask applied with masked_fill or given to SDPA as its attn_mask,
+    never added to the scores (added, True and False count as 1 and 0 and block nothing)'."""
+    allowed = cm.allowed_for("causal_padding", 4)
+    scores = cm.scores_for(["<pad>", "the", "river", "bank"], torch.float32)
+    added = scores + allowed  # type promotion: the bool becomes 1.0 / 0.0
+    assert added.dtype == torch.float32 and torch.equal(added, scores + allowed.float())
+    w_added = torch.softmax(added, -1)
+    assert (w_added[~allowed] > 0).all()  # every blocked key keeps weight: nothing is blocked
+    rows = allowed.any(-1)  # the pad's row has nothing to see: uniform or zeros, never NaN
+    w_fill = masks.weights_boolean(scores, allowed)
+    assert (w_fill[rows][~allowed[rows]] == 0).all() and not w_fill.isnan().any()
+    E = torch.tensor([cm.EMBEDDINGS[t] for t in ["<pad>", "the", "river", "bank"]])[None, None]
+    w_sdpa = masks.sdpa_weights(E, E, allowed[None, None])[0, 0]
+    assert (w_sdpa[rows][~allowed[rows]] == 0).all() and not w_sdpa.isnan().any()
+
+
+@pytest.mark.parametrize("mask_dtype", [torch.float16, torch.bfloat16])
+def test_a_half_precision_mask_on_float32_scores_is_promoted_and_comes_out_right(mask_dtype):
+    """Row 4 and 'The other way round': 'the sum is promoted to float32 ... on every row with
+    something to see the masked keys get exactly 0 and the weights are the boolean form's. A row
+    with nothing to see is the exception, with float16's minimum: ... the softmax of its unmasked
+    scores, not uniform (the pad's row, whose scores are all 0, is both; bfloat16's minimum ...
+    every such sum rounds back to it, and the row is uniform)'. Measured on torch 2.13: adding
+    promotes, it does not raise."""
+    for words, mask in itertools.product(cm.SENTENCES, cm.MASKS):
+        tokens = cm.tokens_for(words, mask)
+        allowed = cm.allowed_for(mask, len(tokens))
+        scores = cm.scores_for(tokens, torch.float32)
+        additive = masks.to_additive(allowed, mask_dtype)
+        assert additive.dtype == mask_dtype and (scores + additive).dtype == torch.float32
+        w = masks.weights_additive(scores, additive)
+        rows = allowed.any(-1)
+        assert torch.equal(w[rows], masks.weights_boolean(scores, allowed)[rows])
+        assert (w[rows][~allowed[rows]] == 0).all()
+        for i in (~rows).nonzero().flatten().tolist():  # the pad's row: all-zero scores
+            assert (scores[i] == 0).all() and torch.allclose(w[i], torch.full_like(w[i], 1 / len(tokens)))
+    row = torch.tensor([2.0, -1.0, 0.5, 1.5])  # a row with nothing to see, scores not all equal
+    w = masks.weights_additive(row, masks.to_additive(torch.zeros(4, dtype=torch.bool), mask_dtype))
+    if mask_dtype == torch.float16:
+        assert torch.allclose(w, torch.softmax(row, -1), atol=1e-2)
+        assert not torch.allclose(w, torch.full((4,), 0.25), atol=0.1)
+    else:
+        assert torch.equal(w, torch.full((4,), 0.25))
+
+
+@pytest.mark.parametrize("q_dtype,mask_dtype", [
+    (torch.float32, torch.float16), (torch.float32, torch.bfloat16),
+    (torch.float16, torch.float32), (torch.bfloat16, torch.float32)])
+def test_sdpa_checks_the_float_masks_dtype(q_dtype, mask_dtype):
+    """'Its float attn_mask must be float32 or the queries' own dtype. A float16 or bfloat16
+    mask with float32 queries stops with Expected attn_mask dtype to be bool or float or to
+    match query dtype, while a float32 mask with float16 or bfloat16 queries is accepted and ...
+    masks every row with something to see as the boolean mask does' (torch 2.13, CPU: measured
+    here, on whatever torch the page is built with)."""
+    tokens = ["<pad>", "the", "river", "bank"]
+    allowed = cm.allowed_for("causal_padding", 4)
+    E = torch.tensor([cm.EMBEDDINGS[t] for t in tokens], dtype=q_dtype)[None, None]
+    eye = torch.eye(4, dtype=q_dtype)[None, None]  # V = I: the output is the weights
+    additive = masks.to_additive(allowed, mask_dtype)
+    if q_dtype == torch.float32:
+        with pytest.raises(RuntimeError, match="Expected attn_mask dtype to be bool or float or to match query dtype"):
+            torch.nn.functional.scaled_dot_product_attention(E, E, eye, attn_mask=additive)
+        return
+    w = torch.nn.functional.scaled_dot_product_attention(E, E, eye, attn_mask=additive)[0, 0]
+    b = torch.nn.functional.scaled_dot_product_attention(E, E, eye, attn_mask=allowed)[0, 0]
+    assert w.dtype == q_dtype
+    rows = allowed.any(-1)
+    assert torch.allclose(w[rows].float(), b[rows].float(), atol=torch.finfo(q_dtype).eps)
+    assert (w[rows][~allowed[rows]] == 0).all()
+
+
+def test_the_reading_line_holds_what_the_summary_and_questions_use():
+    """A fresh reader found the Summary using SDPA's empty row and −1e4, and question masks.3
+    naming a form, explained only in a 'Going further' collapsible. SDPA's empty row is now on the
+    reading line, −1e4 left the Summary, and every option a question sets is named in the
+    question as the dropdown shows it and introduced on the reading line (outside !!!/??? blocks)."""
+    from pathlib import Path
+
+    import yaml
+
+    from widgets.build import reading
+    root = Path(__file__).resolve().parents[2]
+    line, _ = reading.split((root / "docs/chapters/masks.md").read_text(encoding="utf-8"))
+    assert '"sdpa_empty_row"' in line
+    summary = line[line.index("## Summary"):line.index("## Exercises")]
+    assert "1e4" not in summary and "SDPA" in summary
+    questions = yaml.safe_load((root / "docs/chapters/_questions/masks.yml").read_text(encoding="utf-8"))
+    options = {p.name: set(p.options) for p in cm.SPEC.params if p.type == "choice"}
+    defaults = {p.name: p.default for p in cm.SPEC.params}
+    named = 0
+    for q in questions["questions"]:
+        specs = [q["answer"]] if "widget" in q["answer"] else list(q["answer"]["of"].values())
+        for spec in specs:
+            for name, value in spec.get("params", {}).items():
+                if name == "words":  # a sentence, quoted in the question as it reads
+                    assert f'"{value}"' in q["ask"] or value == cm.SENTENCES[0]
+                    continue
+                assert value in options[name]
+                if value == defaults[name]:  # the page starts there: nothing to set
+                    continue
+                assert f"`{value}`" in q["ask"], (q["id"], value)
+                assert f"`{value}`" in line, (q["id"], value)
+                named += 1
+    assert named >= 6
