@@ -14,7 +14,10 @@ from backend.reference import order
 
 SENTENCE, SWAPPED = ["dog", "bites", "man"], ["man", "bites", "dog"]
 TINY = 0.01                                # the handout's "Try": a position signal 100x weaker
-COORDS = ("animal", "action", "human", "fourth")  # order.WORD_VECTORS' columns
+# order.WORD_VECTORS' four columns, named for what each hand-picked number says of a word (the
+# chapter says so beside the table): dim 0 is large for an animal, dim 1 for an action, dim 2
+# for a person; dim 3 is 0 in every word, so only a position signal can move it.
+COORDS = ("dim 0 (animal)", "dim 1 (action)", "dim 2 (person)", "dim 3 (blank)")
 
 SPEC = WidgetSpec(
     name="positions_order",

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from backend.compute.positions_sinusoids import strided
-from backend.compute.spec import Output, Param, ParamError, WidgetSpec
+from backend.compute.positions_sinusoids import block_means, strided
+from backend.compute.spec import Limit, Output, Param, ParamError, WidgetSpec
 from backend.compute.style import COLORS, base_layout
 from backend.reference import attention_cost, context, rope, sinusoidal
 from backend.reference.presets import PRESETS
@@ -24,6 +24,23 @@ HALF_SEARCH = 4096                         # distances searched, one by one, for
 # (3, 1), (10, 8), (100, 98), (5, 3).
 SHIFTS = (0, 7, 97, 2)
 REFERENCE_THETA = 10000.0                  # the 2017 / Llama-2 base, drawn for comparison
+
+
+def _in_sequence(name: str) -> Limit:
+    """A position lies within the sequence: `name` - max_position + 1 <= 0. The API refuses
+    more, and the page's m and n sliders end at the sequence length minus 1 and follow it."""
+    return Limit(0, ((1, (name,)), (-1, ("max_position",)), (1, ())),
+                 "a position lies within the sequence: at most its length minus 1")
+
+
+M_IN_SEQUENCE, N_IN_SEQUENCE = _in_sequence("m"), _in_sequence("n")
+
+
+def theta_text(theta: float) -> str:
+    """θ as the readouts write it: whole bases in full with commas (500,000), others to four
+    significant figures (78.12 for the slider's bottom, 78.125; never a rounded "78")."""
+    return f"{theta:,.0f}" if theta == round(theta) else f"{theta:.4g}"
+
 
 SPEC = WidgetSpec(
     name="positions_rope",
@@ -41,16 +58,22 @@ SPEC = WidgetSpec(
               help="How many numbers each query and key has; RoPE turns them as head width / 2 "
                    "pairs. Llama's heads are 128 wide. Even."),
         Param("max_position", "sequence length", "int", default=64, min=8, max=131072, step=1,
-              scale="log2", help="The curve covers every distance a sequence this long holds, "
-                                 "from 0 to the length minus 1."),
-        Param("m", "query position m", "int", default=3, min=0, max=131072, step=1,
-              help="Where the query sits."),
-        Param("n", "key position n", "int", default=1, min=0, max=131072, step=1,
-              help="Where the key sits."),
+              scale="log2", help="How many positions the sequence holds (0 to the length minus "
+                                 "1): m and n lie within it, and the curve covers every distance "
+                                 "it holds."),
+        Param("m", "query position m", "int", default=3, min=0, max=131071, step=1,
+              limits=(M_IN_SEQUENCE,),
+              help="Where the query sits: 0 to the sequence length minus 1. The arrow keys or "
+                   "the box move it one position at a time."),
+        Param("n", "key position n", "int", default=1, min=0, max=131071, step=1,
+              limits=(N_IN_SEQUENCE,),
+              help="Where the key sits: 0 to the sequence length minus 1. The arrow keys or "
+                   "the box move it one position at a time."),
         # 10,000 / 2^7 .. 10,000 * 2^10; the page's slider stops on round values (1-2-5 per decade).
         Param("rope_theta", "RoPE base θ", "float", default=10000.0, min=78.125,
               max=10_240_000.0, scale="log2",
-              help="10,000 in the 2017 paper and Llama 2; 500,000 in Llama 3 (type it)."),
+              help="10,000 in the 2017 paper and Llama 2; 500,000 in Llama 3. The slider stops "
+                   "at round values (500,000 among them); the box takes any value in range."),
     ),
     outputs=(
         Output("rope_dot", "q·k at positions (m, n)", ".4f"),
@@ -67,7 +90,8 @@ SPEC = WidgetSpec(
                                            10_000_000.0))
     + tuple({"d_head": d} for d in (4, 16, 64, 128, 512))
     + tuple({"max_position": p} for p in (8, 512, 4096, 32768, 131072))
-    + tuple({"m": m, "n": n} for m, n in ((10, 8), (100, 98), (1000, 3), (0, 0), (3, 10)))
+    + tuple({"m": m, "n": n} for m, n in ((10, 8), (50, 48), (63, 61), (0, 0), (3, 10)))
+    + ({"m": 100, "n": 98, "max_position": 128}, {"m": 1000, "n": 3, "max_position": 4096})
     + ({"d_head": 128, "rope_theta": 100.0}, {"d_head": 128, "rope_theta": 500000.0},
        {"d_head": 128, "rope_theta": 10_240_000.0}, {"d_head": 128, "max_position": 4096},
        {"d_head": 128, "max_position": 4096, "rope_theta": 500000.0}),
@@ -101,12 +125,21 @@ def compute(params: dict) -> dict:
     exact = float(rope.rotate(q, m, theta, torch.float64) @ rope.rotate(k, n, theta, torch.float64))
 
     # How far RoPE's similarity reaches: identical q and k, `distance` positions apart.
-    offset = abs(m - n)
-    shown = offset < T  # the reader's |m - n| lies on the curve's axis
-    distances = torch.tensor(sorted(set(strided(T, CURVE_POINTS)) | {T - 1}
-                                    | ({offset} if shown else set())), dtype=torch.float64)
-    sim = rope.relative_similarity(distances, d, theta)
-    sim_ref = rope.relative_similarity(distances, d, REFERENCE_THETA)
+    offset = abs(m - n)  # within the curve's axis: m and n lie in the sequence (M_IN_SEQUENCE)
+    distances = torch.tensor([T - 1, offset], dtype=torch.float64)
+    sim = rope.relative_similarity(distances, d, theta)  # exact, at the values' two distances
+    # The curve: every distance while they fit. Past that, the first half of its points are the
+    # first distances, exactly (where the curve falls fastest), and each of the rest stands for a
+    # block of distances, smoothed over it: strided points alone would alias (a fast pair that
+    # turns many times between two points draws a false pattern).
+    first = CURVE_POINTS // 2 if T > CURVE_POINTS else T  # distances drawn one by one
+    tail = [first + s for s in strided(T - first, CURVE_POINTS - first)] if T > first else []
+    starts = list(range(first)) + tail
+    block = tail[1] - tail[0] if len(tail) > 1 else 1  # distances per point past the first
+    size = torch.diff(torch.tensor(starts + [T], dtype=torch.float64))
+    middle = torch.tensor(starts, dtype=torch.float64) + (size - 1) / 2  # x: each block's middle
+    curve = {base: (middle, block_means(T, starts, d, base)[:, 1::2].mean(dim=-1))  # cos columns
+             for base in (theta, REFERENCE_THETA)}
     waves = rope.wavelengths(d, theta)
     near = rope.relative_similarity(torch.arange(min(T, HALF_SEARCH)), d, theta)  # every distance
     below = (near < 0.5).nonzero()
@@ -124,8 +157,8 @@ def compute(params: dict) -> dict:
         "norm_q_rotated": float(rot(q, m).norm()),
         "slowest_wavelength": float(waves.max()),
         "fastest_wavelength": float(waves.min()),
-        "similarity_at_max": float(sim[distances == T - 1][0]),
-        "similarity_at_offset": float(rope.relative_similarity(torch.tensor([offset]), d, theta)[0]),
+        "similarity_at_max": float(sim[0]),
+        "similarity_at_offset": float(sim[1]),
         # First distance at which an equal key is less than half as similar (None: not within
         # the positions shown, up to HALF_SEARCH).
         "half_distance": int(below[0]) if len(below) else None,
@@ -138,9 +171,9 @@ def compute(params: dict) -> dict:
     }
     return {
         "values": values,
-        "figure": _figure(distances, sim, sim_ref, T, offset, shown, theta),
+        "figure": _figure(curve, first, block, offset, float(sim[1]), theta),
         "summary": (
-            f"With RoPE at base θ = {theta:,.0f} and {d // 2} rotating pairs (head width {d}), "
+            f"With RoPE at base θ = {theta_text(theta)} and {d // 2} rotating pairs (head width {d}), "
             "an identical key is "
             + (f"first less than half as similar to its query {values['half_distance']:,} "
                f"positions away" if values["half_distance"] is not None else
@@ -190,24 +223,26 @@ def facts(params: dict) -> dict:
             "prefill_window": PRESETS[PREFILL_MODEL].max_seq_len}
 
 
-def _figure(distances, sim, sim_ref, T, offset, shown, theta) -> dict:
-    x = distances.tolist()
-    data = [{"type": "scatter", "mode": "lines", "x": x, "y": [round(v, 4) for v in sim.tolist()],
-             "name": f"RoPE, θ = {theta:,.0f}", "line": {"color": COLORS["scaled"]}}]
+def _figure(curve, first, block, offset, at_offset, theta) -> dict:
+    def line(base):
+        x, y = curve[base]
+        return {"x": [round(v, 1) for v in x.tolist()], "y": [round(v, 4) for v in y.tolist()]}
+
+    data = [{"type": "scatter", "mode": "lines", **line(theta),
+             "name": f"RoPE, θ = {theta_text(theta)}", "line": {"color": COLORS["scaled"]}}]
     if theta != REFERENCE_THETA:
-        data.append({"type": "scatter", "mode": "lines", "x": x,
-                     "y": [round(v, 4) for v in sim_ref.tolist()],
+        data.append({"type": "scatter", "mode": "lines", **line(REFERENCE_THETA),
                      "name": f"θ = {REFERENCE_THETA:,.0f} (2017, Llama 2)",
                      "line": {"color": COLORS["guide"], "dash": "dot"}})
-    if shown:
-        data.append({"type": "scatter", "mode": "markers", "x": [offset],
-                     "y": [round(float(sim[distances == offset][0]), 4)],
-                     "name": f"|m − n| = {offset:,}",
-                     "marker": {"size": 11, "color": COLORS["accent"]}})
-    title = "how far RoPE reaches" + ("" if shown else f" (|m − n| = {offset:,} is off this axis)")
+    data.append({"type": "scatter", "mode": "markers", "x": [offset], "y": [round(at_offset, 4)],
+                 "name": f"|m − n| = {offset:,}",
+                 "marker": {"size": 11, "color": COLORS["accent"]}})
+    title = "how far RoPE reaches"
     layout = base_layout(
         400,
-        xaxis={"title": {"text": "distance m − n (positions)"}},
+        xaxis={"title": {"text": "distance m − n (positions)"
+                          + (f"; past {first - 1:,}, means over {block:,}" if block > 1
+                             else "")}},
         yaxis={"range": [-0.4, 1.05], "title": {"text": "similarity of q to an equal k"}},
         annotations=[{"text": title, "showarrow": False, "x": 0.5, "y": 1.08,
                       "xref": "paper", "yref": "paper", "xanchor": "center"}],

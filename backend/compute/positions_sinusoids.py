@@ -17,6 +17,7 @@ from backend.reference import rope, sinusoidal
 MAX_CELLS_ROWS, MAX_CELLS_COLS = 128, 64   # the heatmap shows at most this many (strided)
 HANDOUT_ROWS = (0, 1, 2, 50)               # the positions LLM-101 §2 prints
 BASE = 10000.0                             # the 2017 paper's base
+SMOOTHING = 3                              # block means taken this many times (block_means)
 
 SPEC = WidgetSpec(
     name="positions_sinusoids",
@@ -51,13 +52,39 @@ def strided(n: int, most: int) -> list[int]:
     return list(range(0, n, step))
 
 
+def block_means(T: int, starts: list[int], d: int, base: float = BASE) -> torch.Tensor:
+    """(len(starts), d): each row the table smoothed over the block of positions it stands
+    for (from its start to the next start, or T). A row drawn at one position per block would
+    alias: a column that turns many times within a block would show a false slow pattern. The
+    block's mean fades such a column towards 0 but lets through some of the columns that turn
+    once or twice per block; the mean taken three times over (a window about three blocks wide,
+    heaviest at the block's middle) leaves them under a tenth of their strength and keeps a
+    column that turns slowly (a few blocks per turn or more) nearly as it is.
+
+    Exact, in closed form: the mean of sin(w t) over s consecutive t is
+    sin(w s / 2) / (s sin(w / 2)) times its value at their middle (cos likewise), and taking the
+    mean again multiplies by that factor again; the cost does not grow with T. With RoPE's base
+    θ and head width for `base` and `d`, the cos columns are RoPE's angles: positions_rope draws
+    its similarity curve from them the same way."""
+    start = torch.tensor(starts, dtype=torch.float64)
+    size = torch.diff(torch.cat((start, torch.tensor([float(T)], dtype=torch.float64))))  # (R,)
+    w = 2 * torch.pi / rope.wavelengths(d, base)  # (d/2,): the same angles sinusoidal.py uses
+    mid = (start + (size - 1) / 2)[:, None] * w[None, :]  # (R, d/2)
+    half = w[None, :] / 2
+    shrink = (torch.sin(size[:, None] * half) / (size[:, None] * torch.sin(half))) ** SMOOTHING
+    pairs = torch.stack((shrink * mid.sin(), shrink * mid.cos()), dim=-1)  # (R, d/2, 2)
+    return pairs.flatten(-2)  # (R, d): sin, cos, sin, cos, ... as sinusoidal.py lays them out
+
+
 def compute(params: dict) -> dict:
     d, T = params["d_model"], params["max_position"]
     if d % 2:
         raise ParamError(f"'model width d' must be even (sines and cosines come in pairs), got {d}",
                          "d_model")
     rows, cols = strided(T, MAX_CELLS_ROWS), strided(d, MAX_CELLS_COLS)
-    table = sinusoidal.sinusoidal_at(torch.tensor(rows), d)[:, cols]
+    # One position per row while every row fits; past that each row is its block's mean.
+    table = (sinusoidal.sinusoidal_at(torch.tensor(rows), d) if len(rows) == T
+             else block_means(T, rows, d))[:, cols]
     handout = sinusoidal.sinusoidal_encoding(max(HANDOUT_ROWS) + 1, d)
     # Pair i turns once every 2 pi 10000^(2i/d) positions: the same wavelengths RoPE has at its
     # 2017 base, so the one function serves both.
@@ -69,13 +96,16 @@ def compute(params: dict) -> dict:
         "slowest_turns": (T - 1) / float(waves.max()),
         "n_pairs": d // 2,
     }
-    sampled = len(rows) < T or len(cols) < d
+    block = rows[1] - rows[0] if len(rows) < T else 1     # positions averaged into one row
+    every = cols[1] - cols[0] if len(cols) < d else 1     # every how many dimensions shown
+    shown = ", ".join(([f"each row the mean of {block:,} positions"] if block > 1 else [])
+                      + ([f"every {every}th dimension"] if every > 1 else []))
     return {
         "values": values,
-        "figure": _figure(rows, cols, table, d, sampled),
+        "figure": _figure(rows, cols, table, d, block, every),
         "summary": (
             f"The sinusoidal table for {T:,} positions at width {d}"
-            + (" (every few rows or columns shown)" if sampled else "")
+            + (f" ({shown})" if shown else "")
             + f": the first pair turns once every {values['fastest_wavelength']:.4g} positions, "
             f"the slowest of its {d // 2} pairs once every "
             f"{values['slowest_wavelength']:,.0f} positions, so by position {T - 1:,} it has "
@@ -91,17 +121,20 @@ def compute(params: dict) -> dict:
     }
 
 
-def _figure(rows, cols, table, d, sampled) -> dict:
+def _figure(rows, cols, table, d, block, every) -> dict:
+    where = "position %{y}" if block == 1 else f"mean of positions %{{y}} to %{{y}} + {block - 1:,}"
     data = [{"type": "heatmap", "z": [[round(v, 2) for v in r] for r in table.tolist()],
              "x": cols, "y": rows, "coloraxis": "coloraxis", "name": "PE",
-             "hovertemplate": "position %{y}<br>dimension %{x}<br>%{z}<extra></extra>"}]
-    title = f"sinusoidal table, d = {d}" + (" (sampled)" if sampled else "")
+             "hovertemplate": where + "<br>dimension %{x}<br>%{z}<extra></extra>"}]
+    # The title stays short (a phone's width); the axes say how rows and columns were thinned.
+    title = f"sinusoidal table, d = {d}" + (" (rows averaged)" if block > 1 else "")
     layout = base_layout(
         420,
         coloraxis={"cmin": -1, "cmax": 1, "colorscale": "RdBu",
                    "colorbar": {"len": 0.9, "thickness": 10}},
-        xaxis={"title": {"text": "dimension"}},
-        yaxis={"title": {"text": "position"}, "autorange": "reversed"},
+        xaxis={"title": {"text": "dimension" + (f" (one in {every})" if every > 1 else "")}},
+        yaxis={"title": {"text": "position" + (f" (rows: means of {block:,})" if block > 1 else "")},
+               "autorange": "reversed"},
         annotations=[{"text": title, "showarrow": False, "x": 0.5, "y": 1.08,
                       "xref": "paper", "yref": "paper", "xanchor": "center"}],
     )

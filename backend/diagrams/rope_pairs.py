@@ -22,6 +22,12 @@ def angles(dims: int, position: int, theta: float = 10000.0) -> list[float]:
     return [2 * math.pi * position / float(w) for w in rope.wavelengths(dims, theta)]
 
 
+def _amount(x: float, unit: str) -> str:
+    """A number to three figures with its unit, singular when it reads 1 ("1 radian", "1 turn")."""
+    text = f"{x:.3g}"
+    return f"{text} {unit if text == '1' else unit + 's'}"
+
+
 def _speed(omega: float) -> str:
     return f"{omega:.3g}" if omega >= 1e-3 else f"{omega:.0e}"
 
@@ -36,8 +42,9 @@ def draw(dims: int = 8, position: int = 3, theta: float = 10000.0) -> Canvas:
     height = 40 + rows * cell_h
     desc = (f"A query or key of width {dims} seen as {pairs} pairs of coordinates, each a point on "
             f"its own circle. At position {position:,} with base θ = {theta:,.0f}, "
-            + "; ".join(f"pair {i} turns {math.exp(-2 * i / dims * math.log(theta)):.3g} radians "
-                        f"per position and has turned {a:.3g} radians ({a / (2 * math.pi):.3g} turns)"
+            + "; ".join(f"pair {i} turns {_amount(math.exp(-2 * i / dims * math.log(theta)), 'radian')} "
+                        f"per position and has turned {_amount(a, 'radian')} "
+                        f"({_amount(a / (2 * math.pi), 'turn')})"
                         for i, a in enumerate(turned))
             + ". The first pair spins fastest, the last slowest.")
     c = Canvas(360, height, title=f"RoPE: {pairs} pairs turning at {pairs} speeds", desc=desc)

@@ -842,11 +842,14 @@ def test_the_mask_widget_bakes_every_setting_and_reads_sdpa_with_an_identity():
 # ---------------------------------------------------------------- positions.md
 
 def test_the_positions_widgets_stride_the_table_and_search_the_half_point():
-    """'drawn at most 128 positions x 64 dimensions: past that, the heatmap shows every few rows
-    or columns, evenly strided, and its title says "sampled"'; 'rope.relative_similarity at about
-    400 distances ... (always including the last one and the reader's |m - n|), in float64. The
-    distance at which it first falls below one half is searched one distance at a time, up to
-    4,096; past that the widget says "beyond 4,095"'; 'one fixed random pair, drawn from PyTorch's
+    """'drawn at most 128 positions x 64 dimensions. Past 128 positions each row stands for a
+    block of positions and shows the table smoothed over it: the block's mean, taken three times
+    over ... The title says "rows averaged" and the position axis how many positions a row
+    holds. Past 64 dimensions one column in every few is drawn'; 'rope.relative_similarity in
+    float64, at every distance up to 400; on a longer sequence at the first 200 distances one by
+    one, then at 200 blocks of distances ... The values ... are exact. The distance at which it
+    first falls below one half is searched one distance at a time, up to 4,096; past that the
+    widget says "beyond 4,095"'; 'one fixed random pair, drawn from PyTorch's
     generator seeded with 0, in float64 ... The rotation angles are computed in float32'; 'the
     strength slider multiplies the sinusoids before they are added'."""
     import inspect
@@ -857,10 +860,16 @@ def test_the_positions_widgets_stride_the_table_and_search_the_half_point():
     from backend.reference.sinusoidal import sinusoidal_encoding
 
     assert (ws.MAX_CELLS_ROWS, ws.MAX_CELLS_COLS, w.CURVE_POINTS, w.HALF_SEARCH) == (128, 64, 400, 4096)
-    big = ws.compute(ws.SPEC.resolve({"max_position": 32768}))
-    title = " ".join(str(a.get("text", "")) for a in big["figure"]["layout"].get("annotations", []))
-    assert "sampled" in title
+    big = ws.compute(ws.SPEC.resolve({"max_position": 32768, "d_model": 512}))
+    layout = big["figure"]["layout"]
+    title = " ".join(str(a.get("text", "")) for a in layout.get("annotations", []))
+    assert "rows averaged" in title and ws.SMOOTHING == 3
+    assert "means of 256" in layout["yaxis"]["title"]["text"]
+    assert "one in 8" in layout["xaxis"]["title"]["text"]
     assert ws.strided(1000, 128) == list(range(0, 1000, 8))
+    curve = w.compute(w.SPEC.resolve({"max_position": 4096}))["figure"]["data"][0]["x"]
+    assert curve[:200] == list(range(200)) and len(curve) <= 400
+    assert len(w.compute(w.SPEC.resolve({"max_position": 400}))["figure"]["data"][0]["x"]) == 400
     q, k = w._query_key(64)
     g = torch.Generator().manual_seed(0)
     assert torch.equal(q, torch.randn(64, generator=g, dtype=torch.float64)) and q.dtype == torch.float64

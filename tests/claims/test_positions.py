@@ -75,7 +75,7 @@ def test_first_pair_one_radian_per_step_nearly_eight_turns_by_50_second_ten_time
 @pytest.mark.parametrize("d", WIDTHS)
 def test_added_sinusoids_make_the_score_depend_on_absolute_position(d):
     for m, n in ((3, 1), (40, 2), (1000, 999)):
-        v = values(d_head=d, m=m, n=n)
+        v = values(d_head=d, m=m, n=n, max_position=1024)
         assert v["additive_dot_spread"] > 0.1
         assert v["additive_dot_spread"] > 100 * v["rope_dot_spread"]
 
@@ -83,13 +83,13 @@ def test_added_sinusoids_make_the_score_depend_on_absolute_position(d):
 # -- RoPE -----------------------------------------------------------------------------------
 
 def test_the_four_scores_and_norms_agree_to_the_printed_six_decimals():
-    rows = [values(m=m, n=n) for m, n in ((3, 1), (10, 8), (100, 98), (5, 3))]
+    rows = [values(m=m, n=n, max_position=128) for m, n in ((3, 1), (10, 8), (100, 98), (5, 3))]
     assert len({f"{r['rope_dot']:.6f}" for r in rows}) == 1
     assert len({f"{r['norm_q_rotated']:.6f}" for r in rows} | {f"{rows[0]['norm_q']:.6f}"}) == 1
 
 
 def test_float32_rounding_grows_with_position_but_stays_small():
-    near, far = values(m=3, n=1), values(m=100003, n=100001)
+    near, far = values(m=3, n=1), values(m=100003, n=100001, max_position=131072)
     assert far["rope_error_fp32"] > 100 * near["rope_error_fp32"]
     assert far["rope_error_fp32"] < 1e-3 * abs(far["rope_dot"])
 
@@ -98,7 +98,7 @@ def test_float32_rounding_grows_with_position_but_stays_small():
 @pytest.mark.parametrize("m", [0, 3, 500, 1999, 20000, 130000])
 def test_moving_m_and_n_together_keeps_the_score(d, m):
     for theta in (100.0, 10000.0, 10_000_000.0):
-        v = values(d_head=d, m=m, n=max(0, m - 2), rope_theta=theta)
+        v = values(d_head=d, m=m, n=max(0, m - 2), rope_theta=theta, max_position=131072)
         assert v["rope_dot_spread"] < 5e-4 * v["qk_norms"]  # "up to a few parts in ten thousand"
         assert math.isclose(v["norm_q_rotated"], v["norm_q"], rel_tol=1e-6)
 
@@ -122,15 +122,34 @@ def test_the_additive_spread_is_over_the_tables_four_pairs():
     assert [(p["m"], p["n"]) for p in v["additive_dot_shifted"]] == [(3, 1), (10, 8), (100, 98), (5, 3)]
 
 
-@pytest.mark.parametrize("m, n, T", [(1000, 3, 64), (131072, 0, 131072), (3, 1, 64)])
-def test_the_orange_point_is_the_real_offset_or_absent(m, n, T):
+@pytest.mark.parametrize("m, n, T", [(63, 3, 64), (131071, 0, 131072), (3, 1, 64), (0, 7, 8)])
+def test_the_orange_point_is_the_real_offset(m, n, T):
     fig = figure(m=m, n=n, max_position=T)
     markers = [t for t in fig["data"] if t.get("mode") == "markers"]
-    if abs(m - n) < T:
-        assert markers and markers[0]["x"] == [abs(m - n)]
-    else:
-        assert not markers
-        assert "off this axis" in fig["layout"]["annotations"][0]["text"]
+    assert markers and markers[0]["x"] == [abs(m - n)]
+    assert markers[0]["y"] == [round(values(m=m, n=n, max_position=T)["similarity_at_offset"], 4)]
+
+
+def test_m_and_n_lie_inside_the_sequence_and_follow_its_length():
+    """Issue 30's fresh reader: the 'sequence length' control did not bound m and n (m = 1,000 in
+    a sequence of 64). Now both end at the length minus 1, in the spec (the API refuses more, in
+    words naming the length) and on the page (the same Limit data: the sliders' tops follow)."""
+    from backend.compute.spec import ParamError
+
+    for name in ("m", "n"):
+        p = SPEC.param(name)
+        for T in (8, 64, 4096, 131072):
+            setting = {**SPEC.defaults(), "m": 0, "n": 0, "max_position": T}
+            assert p.effective(setting)["max"] == T - 1
+            SPEC.resolve({**setting, name: T - 1})
+            with pytest.raises(ParamError) as err:
+                SPEC.resolve({**setting, name: T})
+            assert f"from 0 to {T - 1}" in str(err.value).replace(",", "")
+            if T < p.max + 1:                       # the rule, not the control's own top, refused
+                assert "at sequence length" in str(err.value)
+        # steps of one position: the lesson moves m and n together, one position at a time
+        assert p.step == 1 and p.scale == "linear"
+    assert "sequence length" in SPEC.param("m").help and "one position at a time" in SPEC.param("m").help
 
 
 def test_strength_zero_gives_dog_the_same_vector_again():
@@ -410,3 +429,154 @@ def test_old_links_to_the_one_widget_open_the_rope_widget():
     rope_block = blocks[2]
     assert rope_block.get("id") == "positions"
     assert {"max_position", "m", "n", "rope_theta"} <= {p.name for p in w.SPEC.params}
+
+
+# -- Issue 30: what a fresh student reader of the built page found ----------------------------
+
+CHAPTER = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs/chapters/positions.md"
+
+
+def _main_line(text: str) -> str:
+    """The chapter without its collapsibles (`???` blocks and their indented bodies): what a
+    reader who never opens one reads."""
+    out, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("??? "):
+            inside = True
+            continue
+        if inside and (line.startswith("    ") or not line.strip()):
+            continue
+        inside = False
+        out.append(line)
+    return "\n".join(out)
+
+
+def test_the_main_line_explains_what_the_summary_cites_without_a_collapsible():
+    """The Summary cited the 53,248-token crossover and the main text RoPE's float32 angle
+    rounding, both explained only inside "Going further" collapsibles."""
+    main = _main_line(CHAPTER.read_text())
+    body = main[:main.index("## Summary")]
+    summary = main[main.index("## Summary"):main.index("## Exercises")]
+    assert "llama_layer_crossover_causal_T" in summary
+    crossover = body.index("llama_layer_crossover_causal_T")     # said in the main line first
+    assert "most of a\nprompt's arithmetic is the rest of the model" in body[crossover:crossover + 400]
+    # the float32 rounding the widget's lesson and the check-yourself question rely on
+    assert "rope_error_fp32" in body and "seven significant digits" in body
+    assert "collapsible above" not in body
+
+
+def test_the_rope_widget_sits_where_its_m_minus_n_lesson_asks_for_it():
+    """The RoPE widget came a section after the lesson it illustrates: now it follows the sentence
+    that asks the reader to move m and n together, before the θ section, which points back."""
+    text = CHAPTER.read_text()
+    lesson = text.index("Move\n\\(m\\) and \\(n\\) up together")
+    widget = text.index("name: positions_rope")
+    theta = text.index("## The base θ and long contexts")
+    assert lesson < widget < theta
+    assert text.index("## RoPE: rotate the query and the key") < lesson
+    assert '{{ fig("positions") }}, just above' in text[theta:]
+
+
+def test_the_theta_help_says_500000_is_a_stop_not_to_type_it():
+    help_ = SPEC.param("rope_theta").help
+    assert "type it" not in help_ and "500,000 among them" in help_
+    # and it is one: a baked, round value the page's stops keep (tests/compute/test_runtime_mirror
+    # runs the page's stop list itself)
+    assert any(p.get("rope_theta") == 500000.0 for p in SPEC.bake)
+
+
+def test_theta_readouts_keep_four_significant_figures():
+    """'base θ = 78' was printed for the slider's bottom, 78.125."""
+    out = run(w, rope_theta=78.125)
+    assert "θ = 78.12 " in out["summary"] and "θ = 78 " not in out["summary"]
+    assert out["figure"]["data"][0]["name"] == "RoPE, θ = 78.12"
+    assert "θ = 500,000 " in run(w, rope_theta=500000.0)["summary"]
+    assert w.theta_text(312.5) == "312.5" and w.theta_text(10_240_000.0) == "10,240,000"
+
+
+def test_the_pairs_diagram_says_one_radian_not_one_radians():
+    from backend.diagrams import rope_pairs
+
+    desc = rope_pairs.draw(8, 1).desc
+    assert "1 radian per position and has turned 1 radian " in desc
+    assert not __import__("re").search(r"(?<![\d.])1 radians", desc)
+    assert "0.1 radians per position" in desc
+
+
+def test_the_dog_vectors_dimensions_are_named_and_the_page_says_what_they_are():
+    """'animal', 'action', 'human', 'fourth' read as jargon to a student: each bar group is now
+    'dim i (meaning)', and the chapter says what each hand-picked number means."""
+    from backend.reference import order
+
+    assert wo.COORDS == ("dim 0 (animal)", "dim 1 (action)", "dim 2 (person)", "dim 3 (blank)")
+    assert run(wo)["table"]["columns"][2:] == list(wo.COORDS)
+    assert run(wo)["figure"]["data"][0]["x"] == list(wo.COORDS)
+    # the meanings are the vectors': each word is largest in its own dimension, dim 3 is 0
+    for word, dim in (("dog", 0), ("bites", 1), ("man", 2)):
+        vec = order.WORD_VECTORS[word]
+        assert max(range(4), key=lambda i: vec[i]) == dim and vec[3] == 0
+    main = _main_line(CHAPTER.read_text())
+    assert ('dim 0 is large for an animal ("dog"), dim 1 for an action ("bites"), dim 2\n'
+            'for a person ("man"), and dim 3 is 0 in every word') in main
+
+
+@pytest.mark.parametrize("d", [8, 64, 512])
+def test_a_long_table_is_averaged_not_aliased(d):
+    """Figure 6.3 at 131,072 positions drew one position per 1,024: the fast columns showed a
+    false pattern. Each row is now its block smoothed: a column that turns many times per block
+    is near 0, a slow one keeps its values."""
+    out = run(ws, d_model=d, max_position=131072)
+    heat = out["figure"]["data"][0]
+    z = torch.tensor(heat["z"])                     # (rows, columns shown)
+    block = heat["y"][1] - heat["y"][0]
+    waves = rope.wavelengths(d, ws.BASE)
+    for j, col in enumerate(heat["x"]):
+        wave = float(waves[col // 2])
+        if wave < block / 2:                        # two or more turns per row: faded
+            assert float(z[:, j].abs().max()) < 0.05, (col, wave)
+        elif wave > 8 * block:                      # slow: its values at the rows' middles
+            middle = torch.tensor(heat["y"], dtype=torch.float64) + (block - 1) / 2
+            angle = middle * 2 * math.pi / wave
+            exact = angle.sin() if col % 2 == 0 else angle.cos()
+            assert float((z[:, j] - exact).abs().max()) < 0.1, (col, wave)
+    assert "rows averaged" in out["figure"]["layout"]["annotations"][0]["text"]
+    assert f"means of {block:,}" in out["figure"]["layout"]["yaxis"]["title"]["text"]
+    assert f"mean of {block:,} positions" in out["summary"]
+
+
+def test_block_means_are_the_tables_own_means():
+    rows = ws.strided(1000, 128)                    # blocks of 8
+    size = torch.diff(torch.tensor(rows + [1000]))
+    full = ws.sinusoidal.sinusoidal_encoding(1000 + 16, 16).double()
+    # the block's mean taken three times over = the mean of three positions drawn one per block
+    # copy, centred on the block: checked by brute force against the table itself
+    got = ws.block_means(1000, rows, 16)
+    for r, (a, s) in enumerate(zip(rows, size.tolist())):
+        if a < s or a + 2 * s > 1000:
+            continue
+        offsets = torch.arange(s) - (s - 1) / 2
+        three = (offsets[:, None, None] + offsets[None, :, None] + offsets[None, None, :]).flatten()
+        pos = a + (s - 1) / 2 + three
+        angle = pos[:, None] / (10000.0 ** (torch.arange(8, dtype=torch.float64) * 2 / 16))[None, :]
+        want = torch.stack((angle.sin(), angle.cos()), dim=-1).flatten(-2).mean(dim=0)
+        assert torch.allclose(got[r], want, atol=1e-9)
+    assert torch.allclose(ws.block_means(64, list(range(64)), 16), full[:64], atol=1e-6)  # blocks of 1
+
+
+def test_a_long_rope_curve_is_smoothed_not_aliased():
+    """At 131,072 positions and head width 8 the curve took one distance in 328: the fast pairs
+    drew a false zigzag. Past its first 200 distances (drawn one by one) each point is a block
+    smoothed, so the fast pairs vanish and only the slowest pair's turn is left."""
+    fig = figure(max_position=131072, m=5000, n=0)
+    line = fig["data"][0]
+    x, y = torch.tensor(line["x"], dtype=torch.float64), torch.tensor(line["y"], dtype=torch.float64)
+    first = w.CURVE_POINTS // 2
+    assert x[:first].tolist() == list(range(first))
+    exact = rope.relative_similarity(torch.arange(first), 8, 10000.0)
+    assert torch.allclose(y[:first], exact, atol=1e-4)                 # the fall, exactly
+    slow = 2 * math.pi / float(rope.wavelengths(8, 10000.0)[-1])
+    tail = (y[first:] - torch.cos(x[first:] * slow) / 4).abs()         # pairs 0-2 average out
+    assert float(tail.max()) < 0.03
+    # "the axis says from where, and how many"
+    assert f"past {first - 1}, means over 655" in fig["layout"]["xaxis"]["title"]["text"]
+    assert len(line["x"]) <= w.CURVE_POINTS

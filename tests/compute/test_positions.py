@@ -21,7 +21,8 @@ def test_the_handout_rows_come_back(client):
 
 
 def test_rope_score_depends_on_the_offset_only(client):
-    dots = [rope(client, m=m, n=n)["values"]["rope_dot"] for m, n in ((3, 1), (10, 8), (100, 98), (5, 3))]
+    dots = [rope(client, m=m, n=n, max_position=128)["values"]["rope_dot"]
+            for m, n in ((3, 1), (10, 8), (100, 98), (5, 3))]
     assert max(dots) - min(dots) < 1e-5
     assert abs(rope(client, m=3, n=2)["values"]["rope_dot"] - dots[0]) > 1e-2
 
@@ -39,6 +40,9 @@ def test_order_blind_without_positions(client):
     ("positions_rope", {"d_head": 7}, "head width"),
     ("positions_rope", {"rope_theta": 0}, "RoPE base"),
     ("positions_rope", {"m": -1}, "query position"),
+    # a position lies within the sequence: at the default length 64, 0 to 63
+    ("positions_rope", {"m": 64}, "'query position m' must be from 0 to 63 at sequence length = 64"),
+    ("positions_rope", {"n": 200, "max_position": 128}, "from 0 to 127 at sequence length = 128"),
     ("positions_order", {"strength": 3}, "position signal strength"),
 ])
 def test_bad_input_is_a_400_that_names_the_control(client, widget, params, words):
@@ -49,7 +53,7 @@ def test_bad_input_is_a_400_that_names_the_control(client, widget, params, words
 def test_largest_settings_stay_small_and_quick(client):
     heat = table(client, d_model=512, max_position=131072)["figure"]["data"][0]["z"]
     assert len(heat) <= 128 and len(heat[0]) <= 64
-    body = rope(client, d_head=512, max_position=131072, m=131072, n=0, rope_theta=1e7)
+    body = rope(client, d_head=512, max_position=131072, m=131071, n=0, rope_theta=1e7)
     assert all(len(t.get("x", [])) <= 410 for t in body["figure"]["data"])
 
 

@@ -73,6 +73,30 @@ def test_a_link_to_the_old_single_widget_opens_the_rope_widget_at_its_setting(pa
     assert page.console_errors == []
 
 
+def test_m_and_n_sliders_end_at_the_sequence_length_and_step_by_one(page, server):
+    """Issue 30: the 'sequence length' control did not bound m and n, and their sliders ran to
+    131,072 in steps no drag could make one at a time. Now they end at the length minus 1 and
+    follow it, a value past the new end is moved to it, and each step is one position."""
+    open_widget(page, server + CHAPTER, ROPE, timeout=15_000)
+    ends = f"""(top) => ['m', 'n'].every((p) => {{
+        const s = document.querySelector(`{ROPE} input[type=range][name=${{p}}]`);
+        return s.max === String(top) && s.step === '1'; }})"""
+    page.wait_for_function(ends, arg=63, timeout=15_000)           # the default length, 64
+    move_slider(page, ROPE, "m", 63)
+    page.wait_for_function(f"""() => document.querySelector('{ROPE} input[name="m-value"]')
+        .value === '63'""", timeout=15_000)
+    move_slider(page, ROPE, "max_position", 3)                       # log2 slider: 2^3 = 8
+    page.wait_for_function(ends, arg=7, timeout=15_000)
+    page.wait_for_function(f"""() => document.querySelector('{ROPE} input[name="m-value"]')
+        .value === '7'""", timeout=15_000)                            # moved to the new end
+    wait_live(page, ROPE, settled=True, timeout=15_000)
+    # the URL keeps the clamped setting (the page never holds one the API would refuse)
+    page.wait_for_function("() => /positions\\.m=7(&|$)/.test(location.search)", timeout=15_000)
+    move_slider(page, ROPE, "max_position", 12)                      # 4,096
+    page.wait_for_function(ends, arg=4095, timeout=15_000)
+    assert page.console_errors == []
+
+
 def test_fits_a_phone(phone, server):
     page = phone
     open_widget(page, server + CHAPTER, ORDER, timeout=15_000)
