@@ -189,10 +189,25 @@ def render_widget_block(body: str, where: str, instances: dict | None = None) ->
                "key": key, "baked": baked}
     # `</` must not end the script element early; JSON allows the escaped form.
     data = json.dumps(finite(payload), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-    return (f'<div class="tw-widget" data-widget="{html.escape(name)}" '
+    wide = " tw-wide" if wide_figure(first["figure"]) else ""
+    return (f'<div class="tw-widget{wide}" data-widget="{html.escape(name)}" '
             f'id="{widget_id(key)}" data-key="{html.escape(key)}">'
             f'<script type="application/json" class="tw-config">{data}</script>'
             f'<noscript>This interactive figure needs JavaScript.</noscript></div>')
+
+
+def wide_figure(figure: dict) -> bool:
+    """Whether a widget's figure needs more than the text column: a heatmap (a cell per token
+    or position pair) or panels side by side (two x-axes whose domains do not overlap). On a
+    large screen such a widget takes the page's free width (`tw-wide`: runtime.css, Distill's
+    l-page); the rule reads the widget's opening figure, so a widget added later is laid out
+    by what it draws, with nothing to declare per chapter."""
+    if any(trace.get("type") == "heatmap" for trace in figure.get("data", [])):
+        return True
+    layout = figure.get("layout") or {}
+    domains = [axis["domain"] for key, axis in layout.items()
+               if re.fullmatch(r"xaxis\d*", key) and isinstance(axis, dict) and axis.get("domain")]
+    return any(a[1] <= b[0] or b[1] <= a[0] for i, a in enumerate(domains) for b in domains[i + 1:])
 
 
 # The page being rendered: its fences are formatted by pymdownx.superfences, which hands the
