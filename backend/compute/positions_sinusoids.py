@@ -17,7 +17,7 @@ from backend.reference import rope, sinusoidal
 MAX_CELLS_ROWS, MAX_CELLS_COLS = 128, 64   # the heatmap shows at most this many (strided)
 HANDOUT_ROWS = (0, 1, 2, 50)               # the positions LLM-101 §2 prints
 BASE = 10000.0                             # the 2017 paper's base
-SMOOTHING = 3                              # block means taken this many times (block_means)
+WINDOW_BLOCKS, SMOOTHING = 2, 3            # block_means: a window 2 blocks wide, its mean x 3
 
 SPEC = WidgetSpec(
     name="positions_sinusoids",
@@ -53,25 +53,26 @@ def strided(n: int, most: int) -> list[int]:
 
 
 def block_means(T: int, starts: list[int], d: int, base: float = BASE) -> torch.Tensor:
-    """(len(starts), d): each row the table smoothed over the block of positions it stands
+    """(len(starts), d): each row the table smoothed around the block of positions it stands
     for (from its start to the next start, or T). A row drawn at one position per block would
-    alias: a column that turns many times within a block would show a false slow pattern. The
-    block's mean fades such a column towards 0 but lets through some of the columns that turn
-    once or twice per block; the mean taken three times over (a window about three blocks wide,
-    heaviest at the block's middle) leaves them under a tenth of their strength and keeps a
-    column that turns slowly (a few blocks per turn or more) nearly as it is.
+    alias: a column that turns many times within a block would show a false slow pattern. Each
+    row is instead the mean over a window two blocks wide centred on its block, that mean taken
+    three times over: a column that turns once every two blocks or faster fades to nearly 0
+    (under a tenth of its strength), one that takes 16 blocks or more per turn is kept nearly as
+    it is (92% of its strength or more).
 
-    Exact, in closed form: the mean of sin(w t) over s consecutive t is
-    sin(w s / 2) / (s sin(w / 2)) times its value at their middle (cos likewise), and taking the
-    mean again multiplies by that factor again; the cost does not grow with T. With RoPE's base
-    θ and head width for `base` and `d`, the cos columns are RoPE's angles: positions_rope draws
-    its similarity curve from them the same way."""
+    Exact, in closed form: the mean of sin(w t) over k consecutive t is
+    sin(w k / 2) / (k sin(w / 2)) times its value at their middle (cos likewise), and taking the
+    mean again multiplies by that factor again; the cost does not grow with T. A block of one
+    position is the table itself. With RoPE's base θ and head width for `base` and `d`, the cos
+    columns are RoPE's angles: positions_rope draws its similarity curve from them the same way."""
     start = torch.tensor(starts, dtype=torch.float64)
     size = torch.diff(torch.cat((start, torch.tensor([float(T)], dtype=torch.float64))))  # (R,)
     w = 2 * torch.pi / rope.wavelengths(d, base)  # (d/2,): the same angles sinusoidal.py uses
     mid = (start + (size - 1) / 2)[:, None] * w[None, :]  # (R, d/2)
     half = w[None, :] / 2
-    shrink = (torch.sin(size[:, None] * half) / (size[:, None] * torch.sin(half))) ** SMOOTHING
+    k = torch.where(size > 1, WINDOW_BLOCKS * size, size)[:, None]  # positions per window
+    shrink = (torch.sin(k * half) / (k * torch.sin(half))) ** SMOOTHING  # (R, d/2)
     pairs = torch.stack((shrink * mid.sin(), shrink * mid.cos()), dim=-1)  # (R, d/2, 2)
     return pairs.flatten(-2)  # (R, d): sin, cos, sin, cos, ... as sinusoidal.py lays them out
 

@@ -843,16 +843,18 @@ def test_the_mask_widget_bakes_every_setting_and_reads_sdpa_with_an_identity():
 
 def test_the_positions_widgets_stride_the_table_and_search_the_half_point():
     """'drawn at most 128 positions x 64 dimensions. Past 128 positions each row stands for a
-    block of positions and shows the table smoothed over it: the block's mean, taken three times
-    over ... The title says "rows averaged" and the position axis how many positions a row
-    holds. Past 64 dimensions one column in every few is drawn'; 'rope.relative_similarity in
-    float64, at every distance up to 400; on a longer sequence at the first 200 distances one by
-    one, then at 200 blocks of distances ... The values ... are exact. The distance at which it
-    first falls below one half is searched one distance at a time, up to 4,096; past that the
-    widget says "beyond 4,095"'; 'one fixed random pair, drawn from PyTorch's
+    block of positions and shows the table smoothed around it: the mean over a window two blocks
+    wide centred on the block, taken three times over ... The title says "rows averaged" and the
+    position axis how many positions a row holds. Past 64 dimensions one column in every few is
+    drawn'; 'rope.relative_similarity in float64, at every distance up to 400; on a longer
+    sequence at the first 200 distances one by one, then at 200 blocks of distances ... The
+    values ... are exact. The distance at which it first falls below one half is searched one
+    distance at a time, up to 4,096; past that the widget says "beyond 4,095"'; 'one fixed random
+    pair, drawn from PyTorch's
     generator seeded with 0, in float64 ... The rotation angles are computed in float32'; 'the
     strength slider multiplies the sinusoids before they are added'."""
     import inspect
+    import math
 
     from backend.compute import positions_rope as w
     from backend.compute import positions_sinusoids as ws
@@ -863,7 +865,12 @@ def test_the_positions_widgets_stride_the_table_and_search_the_half_point():
     big = ws.compute(ws.SPEC.resolve({"max_position": 32768, "d_model": 512}))
     layout = big["figure"]["layout"]
     title = " ".join(str(a.get("text", "")) for a in layout.get("annotations", []))
-    assert "rows averaged" in title and ws.SMOOTHING == 3
+    assert "rows averaged" in title and (ws.WINDOW_BLOCKS, ws.SMOOTHING) == (2, 3)
+    # 'fades to nearly 0 ... kept at 92% of its strength or more' (the factor per frequency)
+    factor = lambda blocks_per_turn, s=256: (math.sin(math.pi * 2 * s / (blocks_per_turn * s))  # noqa: E731
+                                             / (2 * s * math.sin(math.pi / (blocks_per_turn * s)))) ** 3
+    assert abs(factor(2)) < 1e-9 and all(abs(factor(b)) < 0.1 for b in (0.3, 0.7, 1.3, 1.7, 3))
+    assert factor(16) >= 0.92 and all(factor(b) > factor(16) for b in (17, 32, 100))
     assert "means of 256" in layout["yaxis"]["title"]["text"]
     assert "one in 8" in layout["xaxis"]["title"]["text"]
     assert ws.strided(1000, 128) == list(range(0, 1000, 8))

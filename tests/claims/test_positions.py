@@ -534,7 +534,7 @@ def test_a_long_table_is_averaged_not_aliased(d):
         wave = float(waves[col // 2])
         if wave < block / 2:                        # two or more turns per row: faded
             assert float(z[:, j].abs().max()) < 0.05, (col, wave)
-        elif wave > 8 * block:                      # slow: its values at the rows' middles
+        elif wave > 16 * block:                     # slow: its values at the rows' middles
             middle = torch.tensor(heat["y"], dtype=torch.float64) + (block - 1) / 2
             angle = middle * 2 * math.pi / wave
             exact = angle.sin() if col % 2 == 0 else angle.cos()
@@ -547,14 +547,13 @@ def test_a_long_table_is_averaged_not_aliased(d):
 def test_block_means_are_the_tables_own_means():
     rows = ws.strided(1000, 128)                    # blocks of 8
     size = torch.diff(torch.tensor(rows + [1000]))
-    full = ws.sinusoidal.sinusoidal_encoding(1000 + 16, 16).double()
-    # the block's mean taken three times over = the mean of three positions drawn one per block
-    # copy, centred on the block: checked by brute force against the table itself
+    full = ws.sinusoidal.sinusoidal_encoding(64, 16).double()
+    # the mean over a window two blocks wide, taken three times over = the mean of the sum of
+    # three offsets, each drawn from a window centred on the block: checked by brute force
     got = ws.block_means(1000, rows, 16)
     for r, (a, s) in enumerate(zip(rows, size.tolist())):
-        if a < s or a + 2 * s > 1000:
-            continue
-        offsets = torch.arange(s) - (s - 1) / 2
+        k = ws.WINDOW_BLOCKS * s
+        offsets = torch.arange(k, dtype=torch.float64) - (k - 1) / 2
         three = (offsets[:, None, None] + offsets[None, :, None] + offsets[None, None, :]).flatten()
         pos = a + (s - 1) / 2 + three
         angle = pos[:, None] / (10000.0 ** (torch.arange(8, dtype=torch.float64) * 2 / 16))[None, :]
@@ -574,9 +573,15 @@ def test_a_long_rope_curve_is_smoothed_not_aliased():
     assert x[:first].tolist() == list(range(first))
     exact = rope.relative_similarity(torch.arange(first), 8, 10000.0)
     assert torch.allclose(y[:first], exact, atol=1e-4)                 # the fall, exactly
-    slow = 2 * math.pi / float(rope.wavelengths(8, 10000.0)[-1])
-    tail = (y[first:] - torch.cos(x[first:] * slow) / 4).abs()         # pairs 0-2 average out
-    assert float(tail.max()) < 0.03
+    waves = rope.wavelengths(8, 10000.0)
+    slow = 2 * math.pi / float(waves[-1])
+    # pairs 0-2 (under two blocks per turn) average out; the slowest (9.6 blocks per turn) is
+    # kept at its smoothing factor, (sin(w k / 2) / (k sin(w / 2)))^3 for a window of k = 2 x 655
+    k = ws.WINDOW_BLOCKS * 655
+    keep = (math.sin(slow * k / 2) / (k * math.sin(slow / 2))) ** ws.SMOOTHING
+    assert 0.75 < keep < 0.85 and float(waves[-2]) < 2 * 655
+    tail = (y[first:] - keep * torch.cos(x[first:] * slow) / 4).abs()
+    assert float(tail.max()) < 0.01
     # "the axis says from where, and how many"
     assert f"past {first - 1}, means over 655" in fig["layout"]["xaxis"]["title"]["text"]
     assert len(line["x"]) <= w.CURVE_POINTS
