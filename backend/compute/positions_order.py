@@ -18,6 +18,7 @@ TINY = 0.01                                # the handout's "Try": a position sig
 # chapter says so beside the table): dim 0 is large for an animal, dim 1 for an action, dim 2
 # for a person; dim 3 is 0 in every word, so only a position signal can move it.
 COORDS = ("dim 0 (animal)", "dim 1 (action)", "dim 2 (person)", "dim 3 (blank)")
+TICKS = tuple(c.replace(" (", "<br>(") for c in COORDS)  # two lines: upright, never cut off
 
 SPEC = WidgetSpec(
     name="positions_order",
@@ -89,7 +90,7 @@ def _figure(dog: dict, strength: float) -> dict:
                                          ("2", ("with", "with_swapped"), False)):
         for key, name, color in ((first, "dog bites man", COLORS["scaled"]),
                                  (second, "man bites dog", COLORS["accent"])):
-            data.append({"type": "bar", "x": list(COORDS), "y": [round(v, 4) for v in dog[key]],
+            data.append({"type": "bar", "x": list(TICKS), "y": [round(v, 4) for v in dog[key]],
                          "name": name, "marker": {"color": color}, "legendgroup": name,
                          "showlegend": shown, "xaxis": f"x{axis}", "yaxis": f"y{axis}",
                          "hovertemplate": f"{name}<br>%{{x}}: %{{y}}<extra></extra>"})

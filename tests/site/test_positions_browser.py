@@ -85,14 +85,17 @@ def test_m_and_n_sliders_end_at_the_sequence_length_and_step_by_one(page, server
     move_slider(page, ROPE, "m", 63)
     page.wait_for_function(f"""() => document.querySelector('{ROPE} input[name="m-value"]')
         .value === '63'""", timeout=15_000)
-    move_slider(page, ROPE, "max_position", 3)                       # log2 slider: 2^3 = 8
+    bottom = page.evaluate(f"document.querySelector('{ROPE} input[type=range][name=max_position]').min")
+    move_slider(page, ROPE, "max_position", bottom)                  # the shortest sequence, 8
     page.wait_for_function(ends, arg=7, timeout=15_000)
     page.wait_for_function(f"""() => document.querySelector('{ROPE} input[name="m-value"]')
         .value === '7'""", timeout=15_000)                            # moved to the new end
     wait_live(page, ROPE, settled=True, timeout=15_000)
     # the URL keeps the clamped setting (the page never holds one the API would refuse)
     page.wait_for_function("() => /positions\\.m=7(&|$)/.test(location.search)", timeout=15_000)
-    move_slider(page, ROPE, "max_position", 12)                      # 4,096
+    box = page.locator(f'{ROPE} input[name="max_position-value"]')
+    box.fill("4096")
+    box.dispatch_event("change")
     page.wait_for_function(ends, arg=4095, timeout=15_000)
     assert page.console_errors == []
 
