@@ -62,6 +62,14 @@ def test_figures_are_numbered_in_page_order_with_the_chapters_number():
     assert '<a class="tw-figref" href="#widget-mlp">Figure 2.2</a>' in out
 
 
+def test_a_wide_widget_is_numbered_like_any_other():
+    """A widget with a class beside tw-widget (tw-wide, on a heatmap) lost its number."""
+    wide = WIDGET.replace('class="tw-widget"', 'class="tw-widget tw-wide"')
+    out = render(BLOCK % ("book", "a") + "\n" + wide + '\nSee {{ fig("mlp") }}.')
+    assert 'id="widget-mlp" data-fig="Figure 2.2"' in out
+    assert '<a class="tw-figref" href="#widget-mlp">Figure 2.2</a>' in out
+
+
 def test_pages_outside_the_chapters_number_from_one():
     out = render(BLOCK % ("book", "map"), src="index.md", url="")
     assert '<span class="tw-fignum">Figure 1</span>' in out

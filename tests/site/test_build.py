@@ -205,7 +205,7 @@ def test_chapters_with_a_far_widget_link_to_it_under_the_title(built_site):
         if not jump:
             continue
         linked.append(page.parent.name)
-        first = re.search(r'<div class="tw-widget" data-widget="[^"]+" id="([^"]+)"', html)
+        first = re.search(r'<div class="tw-widget(?: [^"]*)?" data-widget="[^"]+" id="([^"]+)"', html)
         assert first and first.group(1) == jump.group(1), page
         assert html.index("<h1") < jump.start() < first.start(), page
     assert "scaling" in linked

@@ -227,7 +227,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 FIGURE_START = re.compile(
     r'<figure class="tw-diagram" id="(?P<fig>[^"]+)"|'
-    r'<div class="tw-widget" data-widget="[^"]*" id="(?P<widget>[^"]+)"')
+    r'<div class="tw-widget(?: [^"]*)?" data-widget="[^"]*" id="(?P<widget>[^"]+)"')
 
 
 def on_page_content(output: str, page, config, files) -> str:
