@@ -132,6 +132,14 @@ def _api_url(text: str) -> str:
     return text.rstrip("/")
 
 
+def _site_url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in {"http", "https"} or not parts.hostname or parts.query or parts.fragment:
+        raise ValueError("must be the http(s) URL the book is served at, such as "
+                         "https://book.example.edu/ or https://example.edu/course/book/")
+    return text if text.endswith("/") else text + "/"
+
+
 def _report_link(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme == "mailto" and "@" in parts.path:
@@ -243,6 +251,11 @@ TABLE: tuple[Var, ...] = (
     Var("BOOK_ERRATA_URL", "URL", "", "empty (the book's errata page)", "where every page's "
         "footer link 'Report a mistake' points: a course's issue tracker or an address (read at "
         "build time)", _report_link, "an http(s) URL or a mailto: address"),
+    Var("BOOK_SITE_URL", "URL", "", "empty (the address each reader asked for)", "the public "
+        "URL the built book is served at, for its sitemap and pages' canonical links (read at "
+        "build time). Needed only on a static host: the book's own server (Flask, nginx) writes "
+        "each reader's own address into the sitemap, which Material's instant navigation reads",
+        _site_url, "an http(s) URL"),
     Var("BOOK_EXAM", "boolean", False, "off", "build an exam edition: the chapters' checked "
         "questions without their expected values, hints or worked answers, and no instructors' "
         "answer list (read at build time)", _bool, "1/true/yes/on or 0/false/no/off"),

@@ -2,15 +2,14 @@
 Content-Security-Policy that allows only the site's own origin, plus the configured API origin
 (`BOOK_API_URL`) for the runtime's requests.
 
-Inline scripts the book's pages need (mkdocs-material's few lines of bootstrap, which read the
-reader's saved palette before first paint) are allowed by their SHA-256 hashes, computed from
-the built site when it is first served; nothing else inline runs. Data blocks
-(`<script type="application/json">`) are not scripts and need nothing.
-
-An executed notebook's figures are inline plotly scripts that wait (as
-`<script type="text/x-tw-plotly">`) for plotly.js, which the runtime loads only where a figure
-is; the runtime then runs each as a `<script>` element of the same text. So a page with such
-figures allows their hashes too, and no page needs `'unsafe-eval'`.
+One policy for every page: Material's instant navigation swaps a page's content in without
+loading it, so the page keeps the policy of the first page the reader opened, and whatever the
+new page runs must be allowed there too. Inline scripts (mkdocs-material's few lines of
+bootstrap, which read the reader's saved palette before first paint; the theme's own) are
+allowed by their SHA-256 hashes, the union over the built site, computed when it is first
+served; nothing else inline runs, and no page needs `'unsafe-eval'`. Data blocks
+(`<script type="application/json">`) are not scripts and need nothing; an executed notebook's
+figures are such data (widgets/build/widget_blocks.py), drawn by the runtime.
 """
 
 from __future__ import annotations
@@ -43,33 +42,16 @@ def inline_script_hashes(html: str) -> set[str]:
     return out
 
 
-NOTEBOOK_FIGURE = re.compile(r'<script type="text/x-tw-plotly">(.*?)</script>', re.S)
-
-
 def _sha256(body: str) -> str:
     return f"'sha256-{base64.b64encode(hashlib.sha256(body.encode('utf-8')).digest()).decode()}'"
 
 
-def scan_site(site_dir: str | Path) -> tuple[list[str], dict[str, list[str]]]:
-    """(hashes of every inline script; for each page with notebook figures, by its URL paths,
-    the hashes of those figures' scripts, which only that page needs)."""
-    hashes: set[str] = set()
-    figures: dict[str, list[str]] = {}
-    root = Path(site_dir)
-    for page in root.rglob("*.html"):
-        text = page.read_text(encoding="utf-8", errors="replace")
-        hashes |= inline_script_hashes(text)
-        own = sorted({_sha256(body) for body in NOTEBOOK_FIGURE.findall(text)})
-        if own:
-            rel = page.relative_to(root).as_posix()
-            figures["/" + rel] = own
-            if rel.endswith("index.html"):
-                figures["/" + rel[: -len("index.html")]] = own
-    return sorted(hashes), figures
-
-
 def site_script_hashes(site_dir: str | Path) -> list[str]:
-    return scan_site(site_dir)[0]
+    """The hashes of every inline script of every page of the built site."""
+    hashes: set[str] = set()
+    for page in Path(site_dir).rglob("*.html"):
+        hashes |= inline_script_hashes(page.read_text(encoding="utf-8", errors="replace"))
+    return sorted(hashes)
 
 
 def api_origin(api_url: str) -> str | None:
@@ -79,12 +61,11 @@ def api_origin(api_url: str) -> str | None:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def policy(script_hashes: list[str], api_url: str,
-           figure_hashes: list[str] = ()) -> secure.ContentSecurityPolicy:
+def policy(script_hashes: list[str], api_url: str) -> secure.ContentSecurityPolicy:
     connect = ["'self'"] + ([api_origin(api_url)] if api_origin(api_url) else [])
     return (secure.ContentSecurityPolicy()
             .default_src("'self'")
-            .script_src("'self'", *script_hashes, *figure_hashes)
+            .script_src("'self'", *script_hashes)
             # plotly.js and KaTeX set element styles, and mkdocs-material writes style
             # attributes into its HTML: styles may be inline, scripts may not.
             .style_src("'self'", "'unsafe-inline'")
@@ -97,10 +78,9 @@ def policy(script_hashes: list[str], api_url: str,
             .frame_ancestors("'self'"))
 
 
-def headers(script_hashes: list[str], api_url: str,
-            figure_hashes: list[str] = ()) -> dict[str, str]:
+def headers(script_hashes: list[str], api_url: str) -> dict[str, str]:
     return dict(secure.Secure(
-        csp=policy(script_hashes, api_url, figure_hashes),
+        csp=policy(script_hashes, api_url),
         xcto=secure.XContentTypeOptions(),
         xfo=secure.XFrameOptions().sameorigin(),
         referrer=secure.ReferrerPolicy().strict_origin_when_cross_origin(),
@@ -114,14 +94,13 @@ def init_app(app: Flask) -> None:
     state: dict = {}
 
     def current(path: str = "/api/") -> dict[str, str]:
+        """The headers of every response: one policy, whatever the path (see the docstring)."""
         site = Path(app.config["SITE_DIR"])
         stamp = (site / "index.html").stat().st_mtime if (site / "index.html").is_file() else None
         if state.get("stamp", "unset") != stamp:  # scanned once per build of the site
-            hashes, figures = scan_site(site) if stamp is not None else ([], {})
-            api = app.config["API_URL"]
-            state.update(stamp=stamp, headers=headers(hashes, api),
-                         pages={page: headers(hashes, api, own) for page, own in figures.items()})
-        return state["pages"].get(path, state["headers"])
+            hashes = site_script_hashes(site) if stamp is not None else []
+            state.update(stamp=stamp, headers=headers(hashes, app.config["API_URL"]))
+        return state["headers"]
 
     @app.after_request
     def add_headers(resp):

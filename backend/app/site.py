@@ -28,11 +28,17 @@ HASHED = (re.compile(r"^/assets/.*\.[0-9a-f]{8}\.min\.(js|css)$"),
 
 
 def cache_control(uri: str) -> str:
-    if uri.endswith(".html") or uri.endswith("/"):
+    # the sitemap names the address each reader asked for (sitemap() below)
+    if uri.endswith(".html") or uri.endswith("/") or uri == "/sitemap.xml":
         return "no-cache"
     if any(h.match(uri) for h in HASHED):
         return "public, max-age=31536000, immutable"
     return f"public, max-age={CACHE_SECONDS}"
+# The origin the build writes the sitemap under when BOOK_SITE_URL is unset
+# (widgets/build/site_url.py); served, it becomes the address the reader asked for.
+SITEMAP_PLACEHOLDER = "http://book.invalid/"
+
+
 # Notebooks are served for download (the link at the top of each exercise page).
 mimetypes.add_type("application/x-ipynb+json", ".ipynb")
 
@@ -40,6 +46,18 @@ mimetypes.add_type("application/x-ipynb+json", ".ipynb")
 def _site_dir() -> Path:
     # absolute: Flask's send_file reads a relative path from the app's package, not the cwd
     return Path(current_app.config["SITE_DIR"]).resolve()
+
+
+@bp.get("/sitemap.xml")
+def sitemap():
+    """The sitemap with the reader's own address for the build's placeholder: Material's instant
+    navigation follows only links to pages it lists, port and path included."""
+    file = _site_dir() / "sitemap.xml"
+    if not file.is_file():
+        abort(404)
+    text = file.read_text(encoding="utf-8").replace(SITEMAP_PLACEHOLDER, request.url_root)
+    return text, 200, {"Content-Type": "application/xml; charset=utf-8",
+                       "Cache-Control": cache_control("/sitemap.xml")}
 
 
 @bp.get("/", defaults={"path": ""})

@@ -137,3 +137,26 @@ def test_every_script_a_page_loads_is_content_hashed_and_kept_a_year(site_client
     assert not list((built_site / "assets/vendor").glob("*.js"))
     page = site_client.get("/chapters/scaling/")
     assert page.headers["Cache-Control"] == "no-cache" == _nginx_says("/chapters/scaling/")
+
+
+def test_the_sitemap_names_the_address_the_reader_asked_for(site_client, built_site):
+    """Material's instant navigation follows only links to pages the sitemap lists, port and
+    path included: the build's placeholder becomes the reader's own address, and pages carry
+    no canonical link to the placeholder (widgets/build/site_url.py)."""
+    from backend.app.site import SITEMAP_PLACEHOLDER
+
+    assert SITEMAP_PLACEHOLDER in (built_site / "sitemap.xml").read_text(encoding="utf-8")
+    r = site_client.get("/sitemap.xml", base_url="http://127.0.0.1:8123")
+    text = r.get_data(as_text=True)
+    assert r.status_code == 200 and r.headers["Cache-Control"] == "no-cache"
+    assert SITEMAP_PLACEHOLDER not in text
+    assert "<loc>http://127.0.0.1:8123/chapters/scaling/</loc>" in text
+    page = site_client.get("/chapters/scaling/").get_data(as_text=True)
+    assert 'rel="canonical"' not in page and "book.invalid" not in page
+
+
+def test_behind_a_trusted_proxy_the_sitemap_names_the_proxys_address(built_site):
+    app = create_app({"TESTING": True, "SITE_DIR": str(built_site), "TRUSTED_PROXIES": 1})
+    r = app.test_client().get("/sitemap.xml", headers={"X-Forwarded-Host": "book.example.edu",
+                                                       "X-Forwarded-Proto": "https"})
+    assert "<loc>https://book.example.edu/chapters/scaling/</loc>" in r.get_data(as_text=True)

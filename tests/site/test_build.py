@@ -113,9 +113,9 @@ def test_chapters_include_the_real_source(built_site):
 def test_the_exercise_notebook_ran_and_kept_its_figures(built_site):
     html = (built_site / "exercises/01-variance/index.html").read_text(encoding="utf-8")
     assert "Var(q.k / sqrt(d_k))" in html               # a printed output: the cell ran
-    assert html.count("Plotly.newPlot") >= 1            # the figure survived nbconvert
-    # mkdocs-jupyter's template leaves an empty MathJax <script src="">; it loads nothing,
-    # and the page's KaTeX renders the notebook's math instead.
+    assert html.count('class="tw-notebook-figure"') >= 1  # the figure survived nbconvert
+    # mkdocs-jupyter's template leaves an empty MathJax <script src=""> (the build takes it
+    # out: it loads nothing), and the page's KaTeX renders the notebook's math instead.
     loaded = parse(built_site / "exercises/01-variance/index.html").loaded
     assert not [u for u in loaded if "mathjax" in u.lower() or "plot.ly" in u]
     assert (built_site / "exercises/01-variance/01-variance.ipynb").is_file()
@@ -147,7 +147,7 @@ def test_no_page_loads_plotly_up_front(built_site):
             assert all((page.parent / h).resolve().is_file() for h in preloaded), page
             assert (page.parent / entry.group(1)).resolve().is_file(), page
         # a low-priority head start for plotly.js, only on pages that draw a figure
-        has_figure = 'data-widget="' in html or "window.PLOTLYENV=" in html
+        has_figure = 'data-widget="' in html or "tw-notebook-figure" in html
         preload = re.search(r'<link rel="preload" as="script" href="([^"]*plotly\.min\.js)" '
                             r'fetchpriority="low">', html)
         assert bool(preload) == has_figure, page
@@ -156,10 +156,60 @@ def test_no_page_loads_plotly_up_front(built_site):
 
 
 def test_notebook_figures_are_handed_to_the_runtime(built_site):
+    """As data (their `Plotly.newPlot` call's arguments), in a template instant navigation
+    leaves alone: no notebook code runs, before plotly.js or after (widget_blocks.py)."""
     html = (built_site / "exercises/01-variance/index.html").read_text(encoding="utf-8")
-    assert 'type="text/x-tw-plotly"' in html
-    assert not re.search(r"<script>\s*window\.PLOTLYENV", html)  # none would run before plotly
+    (block,) = re.findall(r'<template class="tw-data"><script type="application/json" '
+                          r'class="tw-notebook-figure" data-div="([^"]+)">(.*?)</script></template>',
+                          html, re.S)
+    div, fig = block
+    assert f'id="{div}"' in html
+    assert {"data", "layout", "config"} <= set(json.loads(fig)) and json.loads(fig)["data"]
+    assert "PLOTLYENV" not in html and "Plotly.newPlot" not in html
     assert re.search(r'<a href="01-variance\.ipynb" download>', html)
+
+
+def test_what_instant_navigation_runs_again_is_code(built_site):
+    """Material's instant navigation swaps a page's content in, then runs every `<script>` of it
+    again as a plain script, its type dropped, and waits for each src to load. So the content's
+    data blocks (widgets' configs, notebooks' figures) sit in templates, which it leaves alone;
+    what it does run is JavaScript, allowed by the one policy every page has (security.py); and
+    no script has an empty src (nbconvert's MathJax loader), whose load never comes."""
+    from bs4 import BeautifulSoup
+
+    from backend.app.security import JS_TYPES, inline_script_hashes, site_script_hashes
+
+    allowed = set(site_script_hashes(built_site))
+    checked = 0
+    for path in sorted(built_site.rglob("*.html")):
+        soup = BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+        container = soup.select_one("[data-md-component=container]")
+        if container is None:
+            continue
+        for script in container.find_all("script"):
+            if script.find_parent("template"):
+                continue
+            where = path.relative_to(built_site).as_posix()
+            assert (script.get("type") or "").lower() in JS_TYPES, (where, script.attrs)
+            if script.has_attr("src"):
+                assert script["src"].strip(), where
+            else:
+                assert inline_script_hashes(str(script)) <= allowed, where
+            checked += 1
+    assert checked > 40  # Material's own anchor script on every page at least
+
+
+def test_what_the_runtime_reads_from_the_head_is_the_same_on_every_page(built_site):
+    """Instant navigation keeps the first page's head (it swaps the content and a few of
+    Material's parts): the data blocks the runtime reads there, the figures' colours and the
+    questions' manifest (theme.js, quiz.js), must be the book's, the same on every page."""
+    blocks: dict[str, set[str]] = {"tw-theme": set(), "tw-questions": set()}
+    for path in built_site.rglob("*.html"):
+        head = path.read_text(encoding="utf-8").split("</head>", 1)[0]
+        for name, seen in blocks.items():
+            seen.update(re.findall(rf'<script type="application/json" id="{name}">(.*?)</script>',
+                                   head, re.S))
+    assert all(len(seen) == 1 for seen in blocks.values()), {k: len(v) for k, v in blocks.items()}
 
 
 def test_each_widget_instance_owns_its_url_keys(built_site):

@@ -136,7 +136,8 @@ def test_a_widget_fence_becomes_the_widget(hook):
     out = render(hook, "Text.\n\n```widget\nname: attention_scaling\nparams: {d_k: 128}\n```\n")
     assert out.startswith('<p>Text.</p>\n<div class="tw-widget" data-widget="attention_scaling" '
                           'id="widget-attention_scaling" data-key="attention_scaling">'
-                          '<script type="application/json" class="tw-config">')
+                          '<template class="tw-data"><script type="application/json" '
+                          'class="tw-config">')
     assert out.endswith("<noscript>This interactive figure needs JavaScript.</noscript></div>")
     assert '"start":{"d_k":128,' in out
 

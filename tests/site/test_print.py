@@ -88,7 +88,8 @@ def test_a_static_figure_for_every_widget_and_notebook_figure(book, sources):
         assert [f["id"] for f in figures] == [f"{slug(url)}--{w}" for w in widgets], url
         for figure, widget in zip(figures, sources[url].select("div.tw-widget[data-widget]")):
             assert figure.find("figcaption").get_text().startswith(widget["data-fig"] + " — ")
-        notebook = sources[url].select('script[type="text/x-tw-plotly"]')
+        # in their templates (widget_blocks.data_block), which CSS selectors do not enter
+        notebook = sources[url].find_all("script", class_="tw-notebook-figure")
         assert len(article.select(".tw-print-plot")) == len(widgets) + len(notebook), url
         total += len(widgets)
     assert total >= 17  # a widget a chapter at least: the book's figures were found at all

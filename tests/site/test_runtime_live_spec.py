@@ -74,8 +74,9 @@ def health(base: str) -> dict:
 
 
 def baked_param(page, widget: str, name: str) -> dict:
-    return page.evaluate(f"""() => JSON.parse(document.querySelector('{widget} script.tw-config')
-        .textContent).spec.params.find(p => p.name === '{name}')""")
+    return page.evaluate(f"""() => JSON.parse(document.querySelector('{widget} template.tw-data')
+        .content.querySelector('script.tw-config').textContent).spec.params
+        .find(p => p.name === '{name}')""")
 
 
 def box(page, widget: str, name: str):

@@ -74,8 +74,11 @@ def test_notebook_figures_wait_for_plotly_on_load_and_after_instant_navigation(p
     page.wait_for_selector(".jupyter-wrapper .js-plotly-plot .main-svg", timeout=30_000)
     assert page.console_errors == []  # no "Plotly is not defined" from the inline scripts
     page.goto(server + "/")
+    page.evaluate("() => { window.__opened = 'once'; }")
     page.click("article a[href*='01-variance']")
     page.wait_for_selector(".jupyter-wrapper .js-plotly-plot .main-svg", timeout=30_000)
+    # the click was instant navigation (the same window), not a full load
+    assert page.evaluate("() => window.__opened") == "once"
     assert page.console_errors == []
 
 

@@ -128,7 +128,8 @@ def test_attention_cost_follows_heads_batch_and_dtype_together(page, server):
                           "dtype": "bfloat16"}
     # the page's top is the rule's: window.bookWidgets.effective on the page's own spec
     top = page.evaluate(f"""() => {{
-        const cfg = JSON.parse(document.querySelector('{AC} script.tw-config').textContent);
+        const cfg = JSON.parse(document.querySelector('{AC} template.tw-data').content
+            .querySelector('script.tw-config').textContent);
         const p = cfg.spec.params.find(q => q.name === 'context_len');
         return window.bookWidgets.effective(p, {{n_heads: 32, batch: 16, head_dim: 256,
                                                  dtype: 'float16'}}, {{}}).max; }}""")

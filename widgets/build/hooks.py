@@ -5,6 +5,8 @@ also imported by another (the widget blocks call the figures' macros) would run 
 copies with two sets of state. So MkDocs loads only this file, which imports each build module
 once, as a package module, and runs their events in this order:
 
+- `site_url`: the sitemap's address, which instant navigation reads (a placeholder the server
+  rewrites, unless `BOOK_SITE_URL` names it);
 - `edition`: the edition, release and errata link every page's footer names;
 - `references`: the reference list checked against the pages' citations (`cite()` macros);
 - `glossary`: the first mention of a glossary term links to its entry;
@@ -33,10 +35,12 @@ from widgets.build import (  # noqa: E402
     print_edition,
     questions,
     references,
+    site_url,
     widget_blocks,
 )
 
-MODULES = (edition, references, glossary, figures, assets, print_edition, questions, widget_blocks)
+MODULES = (site_url, edition, references, glossary, figures, assets, print_edition, questions,
+           widget_blocks)
 
 
 def _handlers(event: str) -> list:
@@ -76,6 +80,7 @@ on_files = _chain("on_files")
 on_nav = _chain("on_nav")
 on_page_markdown = _chain("on_page_markdown")
 on_page_content = _chain("on_page_content")
+on_post_page = _chain("on_post_page")
 on_pre_build = _each("on_pre_build")
 on_post_build = _each("on_post_build")
 

@@ -41,7 +41,6 @@ ROOT = Path(__file__).resolve().parents[2]
 PRINT_URL = "print/"
 ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(?P<body>.*?)</article>', re.S)
 STYLE = re.compile(r"<style[^>]*>(?P<css>.*?)</style>", re.S)
-NEW_PLOT = re.compile(r"Plotly\.newPlot\(\s*")
 REF_ATTRS = ("aria-labelledby", "aria-describedby", "aria-controls", "for")
 URL_ATTRS = ("href", "src", "xlink:href")
 
@@ -219,7 +218,7 @@ def rewrite(body: str, page_url: str, name: str, known: dict[str, str]) -> str:
     for widget in soup.select("div.tw-widget[data-widget]"):
         widget.replace_with(static_widget(soup, widget))
     for script in soup.find_all("script"):
-        if "x-tw-plotly" in (script.get("type") or ""):
+        if "tw-notebook-figure" in (script.get("class") or []):
             notebook_figure(soup, script)
         elif "tw-print-data" not in (script.get("class") or []):
             script.decompose()
@@ -309,22 +308,15 @@ def data_script(soup: BeautifulSoup, fig: dict):
 
 
 def notebook_figure(soup: BeautifulSoup, script) -> None:
-    """An executed notebook's `Plotly.newPlot("id", data, layout, config)` script, read as
-    JSON and replaced by the plot's data beside its `<div>` (no code runs on the print page)."""
-    text = script.string or ""
-    m = NEW_PLOT.search(text)
-    if m is None:
-        raise PluginError("print edition: a notebook figure script without Plotly.newPlot")
-    decoder, pos, args = json.JSONDecoder(), m.end(), []
-    for _ in range(3):  # the div's id, the data, the layout
-        value, pos = decoder.raw_decode(text, pos)
-        args.append(value)
-        pos = re.compile(r"\s*,\s*").match(text, pos).end()
-    div_id, data, layout = args
-    div = soup.find(id=div_id)
-    if div is None:
-        raise PluginError(f"print edition: notebook figure {div_id} has no <div>")
+    """An executed notebook's figure, as the build handed it to the runtime (its data block,
+    widget_blocks.notebook_figure), replaced by the plot's data beside its `<div>`."""
+    fig = json.loads(script.string or "null")
+    div_id = script.get("data-div")
+    div = soup.find(id=div_id) if div_id else None
+    if div is None or not isinstance(fig, dict):
+        raise PluginError(f"print edition: notebook figure {div_id} has no <div> or no data")
     div["class"] = (div.get("class") or []) + ["tw-print-plot"]
     div["style"] = ""
     del div["id"]
-    script.replace_with(data_script(soup, {"data": data, "layout": layout}))
+    holder = script.parent if script.parent is not None and script.parent.name == "template" else script
+    holder.replace_with(data_script(soup, {"data": fig["data"], "layout": fig["layout"]}))

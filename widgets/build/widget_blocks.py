@@ -192,7 +192,7 @@ def render_widget_block(body: str, where: str, instances: dict | None = None) ->
     wide = " tw-wide" if wide_figure(first["figure"]) else ""
     return (f'<div class="tw-widget{wide}" data-widget="{html.escape(name)}" '
             f'id="{widget_id(key)}" data-key="{html.escape(key)}">'
-            f'<script type="application/json" class="tw-config">{data}</script>'
+            f'{data_block("tw-config", data)}'
             f'<noscript>This interactive figure needs JavaScript.</noscript></div>')
 
 
@@ -283,15 +283,58 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 # ------------------------------------------------------------------ pages: theme, notebooks
 
-# An executed notebook draws each figure with an inline `Plotly.newPlot` script. plotly.js now
-# arrives async (the runtime loads it only where a figure is), so those scripts are handed to
-# the runtime, which runs them once plotly.js is there (also after instant navigation).
-NOTEBOOK_PLOT = re.compile(r"<script(?: type=\"text/javascript\")?>(\s*window\.PLOTLYENV=)")
+# Material's instant navigation swaps a page's content in and then runs every `<script>` in it
+# again as a plain script, whatever its type: a JSON block would run as code (a syntax error,
+# refused by the Content-Security-Policy) and be gone. A `<template>`'s content is not part of
+# the page, so the content's data blocks sit in one (the runtime reads them: dom.js dataBlocks).
+def data_block(cls: str, text: str, attrs: str = "") -> str:
+    """A JSON block (`text`, already escaped so `</` cannot end it) for the runtime."""
+    return (f'<template class="tw-data"><script type="application/json" class="{cls}"{attrs}>'
+            f"{text}</script></template>")
+
+
+# An executed notebook draws each figure with an inline `Plotly.newPlot("id", data, layout,
+# config)` script. The build reads its arguments as JSON and hands them to the runtime as data,
+# which draws them once plotly.js is there (it arrives async, only where a figure is), also
+# after instant navigation: no code of the notebook's runs, so every page has one policy.
+NOTEBOOK_PLOT = re.compile(r'<script(?: type="text/javascript")?>(\s*window\.PLOTLYENV=.*?)</script>',
+                           re.S)
+NEW_PLOT = re.compile(r"Plotly\.newPlot\(\s*")
+# nbconvert's MathJax loader (an empty src: MathJax is not configured, the book typesets with
+# KaTeX) and its configuration: neither ever did anything here, and instant navigation waits
+# forever for an empty src to load.
+NOTEBOOK_MATHJAX = re.compile(r'(?:<!-- Load mathjax -->\s*)?<script src="">\s*</script>\s*'
+                              r'(?:<!-- MathJax configuration -->\s*)?'
+                              r'(?:<script type="text/x-mathjax-config">.*?</script>)?', re.S)
+
+
+def plotly_call(text: str) -> tuple[str, list, dict, dict]:
+    """(the div's id, data, layout, config) of a notebook's `Plotly.newPlot(...)` script."""
+    m = NEW_PLOT.search(text)
+    if m is None:
+        raise PluginError("a notebook figure script without Plotly.newPlot")
+    decoder, pos, args = json.JSONDecoder(), m.end(), []
+    for _ in range(4):
+        value, pos = decoder.raw_decode(text, pos)
+        args.append(value)
+        pos = re.compile(r"\s*[,)]\s*").match(text, pos).end()
+    div_id, data, layout, config = args
+    if not isinstance(div_id, str) or not isinstance(data, list) or not isinstance(layout, dict):
+        raise PluginError(f"a notebook figure script this build cannot read: {text[:120]!r}")
+    return div_id, data, layout, config if isinstance(config, dict) else {}
+
+
+def notebook_figure(match: re.Match) -> str:
+    div_id, data, layout, config = plotly_call(match.group(1))
+    fig = {"data": data, "layout": layout, "config": config}
+    text = json.dumps(fig, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    return data_block("tw-notebook-figure", text, f' data-div="{html.escape(div_id)}"')
 
 
 def on_page_content(output: str, page, config, files) -> str:
     if page.file.src_uri.endswith(".ipynb"):
-        output = NOTEBOOK_PLOT.sub(r'<script type="text/x-tw-plotly">\1', output)
+        output = NOTEBOOK_PLOT.sub(notebook_figure, output)
+        output = NOTEBOOK_MATHJAX.sub("", output)
     return output
 
 

@@ -6,3 +6,15 @@ export function el(tag, attrs, text) {
   if (text !== undefined) node.textContent = text;
   return node;
 }
+
+/* The JSON blocks the build put in the page's content sit in `<template class="tw-data">`
+ * (widgets/build/widget_blocks.py data_block): Material's instant navigation runs every
+ * `<script>` of the content it swaps in again as code, JSON ones included, and leaves a
+ * template's content alone. These are the blocks under `root` that match `selector`. */
+export function dataBlocks(root, selector) {
+  var found = [];
+  root.querySelectorAll("template.tw-data").forEach(function (t) {
+    t.content.querySelectorAll(selector).forEach(function (node) { found.push(node); });
+  });
+  return found;
+}

@@ -2,7 +2,7 @@
  * navigation): widgets mounted, notebook figures drawn and themed, math rendered, themed SVGs
  * inlined, same-page links kept from instant navigation, a shared link landed on its widget. */
 
-import { el } from "./dom.js";
+import { dataBlocks, el } from "./dom.js";
 import { liveSpecs } from "./live-spec.js";
 import { keepPlotlyStyles, whenPlotly } from "./plotly.js";
 import { PRINT_PX } from "./render.js";
@@ -40,18 +40,25 @@ export function followServer(widget) {
   });
 }
 
-/* Executed notebooks' figure scripts (marked by the build hook) run once plotly.js is here, as
-   script elements of the same text: the page's policy allows them by their hashes. */
+/* Executed notebooks' figures, handed over by the build as data (widget_blocks.py
+   notebook_figure: no notebook code runs), drawn into their divs once plotly.js is here. */
 export function drawNotebookFigures() {
-  var scripts = document.querySelectorAll('script[type="text/x-tw-plotly"]:not([data-done])');
-  if (!scripts.length) return;
+  var blocks = dataBlocks(document, "script.tw-notebook-figure").filter(function (b) {
+    var div = document.getElementById(b.dataset.div || "");
+    return div && !div.dataset.drawn;
+  });
+  if (!blocks.length) return;
   whenPlotly().then(function () {
-    scripts.forEach(function (s) {
-      if (s.dataset.done) return;
-      s.dataset.done = "1";
-      var run = document.createElement("script");
-      run.textContent = s.textContent;
-      s.after(run);
+    blocks.forEach(function (b) {
+      var div = document.getElementById(b.dataset.div || "");
+      if (!div || div.dataset.drawn) return;  // drawn already, or its page has gone
+      div.dataset.drawn = "1";
+      try {
+        var fig = JSON.parse(b.textContent);
+        window.Plotly.newPlot(div, fig.data, fig.layout, fig.config || {});
+      } catch (err) {
+        setTimeout(function () { throw err; });  // reported; the page's other figures draw
+      }
     });
     themeNotebookFigures();
   });

@@ -8,7 +8,7 @@ import { Actions, notebookHref } from "./actions.js";
 import { answeredBy, fetchResult } from "./api.js";
 import { nearestBaked, unbaked } from "./baked.js";
 import { buildControl, guardTouch, valueText } from "./controls.js";
-import { el } from "./dom.js";
+import { dataBlocks, el } from "./dom.js";
 import { intoRange, mergeSpec } from "./live-spec.js";
 import { COARSE } from "./plotly.js";
 import { Figure, renderPending, renderTable, renderValues, statusText } from "./render.js";
@@ -27,7 +27,9 @@ export class Widget {
   #busyTimer = null;
 
   constructor(root) {
-    const config = JSON.parse(root.querySelector("script.tw-config").textContent);
+    const block = dataBlocks(root, "script.tw-config")[0];
+    if (!block) throw new Error("the widget's data block is missing");
+    const config = JSON.parse(block.textContent);
     this.root = root;
     this.uid = ++uidCounter;
     this.spec = config.spec;
