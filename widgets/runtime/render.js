@@ -72,7 +72,22 @@ export class Figure {
       } catch (e) { failed(); }
       return;
     }
+    this.#drawing(result);
     whenPlotly().then((Plotly) => this.#plot(Plotly, result)).catch(failed);
+  }
+
+  /* plotly.js is still on its way (a slow link): a placeholder as tall as the figure says it is
+   * being drawn, over the values already shown, where a blank box stood (ux review W2). */
+  #drawing(result) {
+    if (this.#div.classList.contains("js-plotly-plot")) return;  // a drawn figure stays
+    let p = this.#div.querySelector(":scope > .tw-placeholder");
+    if (!p) {
+      this.#div.textContent = "";
+      p = el("p", { "class": "tw-placeholder" });
+      this.#div.appendChild(p);
+    }
+    p.textContent = "Drawing the figure\u2026";
+    p.style.height = `${this.#layout(result.figure).layout.height || 450}px`;
   }
 
   /* No figure: the plot is emptied (there is no result to show for this setting). */
@@ -227,13 +242,15 @@ export function renderTable(box, table) {
   box.appendChild(wrap);
 }
 
+/* What the built figure's status asks of a reader at a screen (not on paper: widget.js puts it
+ * in a span that print leaves out). */
+export const BUILT_HINT = "Move a control to recompute it live.";
+
 /* The status line under a figure: where `result` came from. `how.precomputed`: "built" (baked
  * at build time, the page's opening figure), "offline" (baked, standing in because the server
  * did not answer: `how.why`; `at`: the setting it shows, in words), else a live answer. */
 export function statusText(result, how, at) {
-  if (how.precomputed === "built") {
-    return "computed when the book was built. Move a control to recompute it live.";
-  }
+  if (how.precomputed === "built") return `computed when the book was built. ${BUILT_HINT}`;
   if (how.precomputed === "offline") {
     return `${how.why}, so this is the nearest result baked into the page: ${at}.`;
   }

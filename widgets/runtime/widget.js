@@ -11,10 +11,11 @@ import { buildControl, guardTouch, valueText } from "./controls.js";
 import { dataBlocks, el } from "./dom.js";
 import { intoRange, mergeSpec } from "./live-spec.js";
 import { COARSE } from "./plotly.js";
-import { Figure, renderPending, renderTable, renderValues, statusText } from "./render.js";
+import { BUILT_HINT, Figure, renderPending, renderTable, renderValues,
+         statusText } from "./render.js";
 import { Scheduler, outcome } from "./scheduler.js";
-import { canonical, check, effective, isNum, nearest, plain, released, sliderRange, stops,
-         toSlider } from "./spec.js";
+import { canonical, check, effective, isNum, nearest, optionLabel, plain, released,
+         sliderRange, stops, toSlider } from "./spec.js";
 import { readSetting, settingLink, writeSetting } from "./url-state.js";
 
 const ANNOUNCE_AFTER_MS = 700;  // a screen reader hears the result once the reader pauses
@@ -25,6 +26,10 @@ let uidCounter = 0;
 export class Widget {
   #announceTimer = null;
   #busyTimer = null;
+  #slow = false;          // marked busy: a slow answer is awaited (markBusy)
+  #computing = "";        // ... the status it put up
+  #statusBefore = [];     // ... the status it replaced (its nodes)
+  #describedBy = [];      // the inputs the shown refusal describes (showError)
 
   constructor(root) {
     const block = dataBlocks(root, "script.tw-config")[0];
@@ -81,8 +86,10 @@ export class Widget {
     this.table.hidden = true;
     this.summary.textContent = `Computing ${setting}.`;
     this.root.dataset.source = "pending";
+    this.root.classList.remove("tw-built", "tw-precomputed");
     this.root.classList.add("tw-pending");
     this.status.textContent = `Computing ${setting}\u2026`;
+    this.updateChip();
   }
 
   effective(p) { return effective(p, this.params, this.labels); }
@@ -110,6 +117,7 @@ export class Widget {
 
   #build() {
     const form = el("form", { "class": "tw-controls" });
+    this.form = form;
     form.addEventListener("submit", (e) => e.preventDefault());
     this.controls = {};
     for (const p of this.spec.params) {
@@ -131,7 +139,7 @@ export class Widget {
     // is, a moment after the reader stops moving (announce).
     this.status = el("p", { "class": "tw-status" });
     this.announcer = el("p", { "class": "tw-sr", "aria-live": "polite" });
-    this.error = el("p", { "class": "tw-error", role: "alert" });
+    this.error = el("p", { "class": "tw-error", role: "alert", id: `tw-${this.uid}-error` });
     this.error.hidden = true;
     this.notice = el("p", { "class": "tw-notice", role: "status" });
     this.notice.hidden = true;
@@ -154,6 +162,10 @@ export class Widget {
       reset: () => this.reset(),
     });
     head.appendChild(this.actions.element);
+    // The status in a word, in the head after the buttons, just above the controls, where a
+    // reader moving one sees it (the full status line is the widget's last: ux review H5).
+    this.chip = el("span", { "class": "tw-chip", "aria-hidden": "true" });
+    head.appendChild(this.chip);
     this.root.append(head, form, this.error, this.notice, plot, this.summary, this.valuesBox,
                      this.table, this.status, this.announcer);
     if (COARSE) guardTouch(this, form);
@@ -219,7 +231,7 @@ export class Widget {
       }
       if (nv !== v) {
         this.params[p.name] = nv;
-        moved.push(`'${p.label}' set to ${plain(nv)} ${eff.why.join(" and ")}`);
+        moved.push(`'${p.label}' set to ${this.valueWords(p, nv)} ${eff.why.join(" and ")}`);
       }
       this.syncControl(p);
     }
@@ -246,9 +258,16 @@ export class Widget {
       const t = Array.from(String(v));
       v = `\u201c${t.length > 40 ? t.slice(0, 39).join("") + "\u2026" : t.join("")}\u201d`;
     } else {
-      v = plain(v);
+      v = this.valueWords(p, v);
     }
     return `${p.label} = ${v}`;
+  }
+
+  /* A value as the control shows it: a choice's label where the spec gives one ("A100 80 GB",
+   * not the key "80" the API takes), else the value itself. */
+  valueWords(p, v) {
+    const i = p && p.type === "choice" && p.option_labels ? p.options.indexOf(v) : -1;
+    return i >= 0 ? optionLabel(p, i) : plain(v);
   }
 
   /* In words: the setting the figure shows now ("head dim d_k = 64, positions = 8"). */
@@ -264,10 +283,11 @@ export class Widget {
     // Moving a control a preset pins switches the preset to custom, from the preset's values.
     const p = this.spec.params.find((q) => q.name === name);
     const free = p ? released(p, this.params) : this.params;
+    const param = (k) => this.spec.params.find((q) => q.name === k);
     for (const k of Object.keys(free)) {
       if (free[k] === this.params[k]) continue;
-      said.push(`Switched to ${plain(free[k])}, starting from ${plain(this.params[k])}'s ` +
-                "configuration.");
+      said.push(`Switched to ${this.valueWords(param(k), free[k])}, starting from ` +
+                `${this.valueWords(param(k), this.params[k])}'s configuration.`);
       this.params[k] = free[k];
     }
     this.params[name] = value;
@@ -276,12 +296,14 @@ export class Widget {
     const pins = this.spec.params.some((q) => (q.depends || []).some((dep) =>
       dep.on === name && dep.release !== undefined &&
       (dep.cases || []).some((c) => c[0] === value)));
-    if (pins) { moved = []; said.push(`Showing ${plain(value)}'s configuration.`); }
+    if (pins) { moved = []; said.push(`Showing ${this.valueWords(p, value)}'s configuration.`); }
     this.stickyNotice = "";
     this.movedNotice = said.concat(moved.length ? [`${moved.join("; ")}.`] : []).join(" ");
     this.setNotice(this.movedNotice);
     this.clearError();
     this.scheduler.changed(delay, at);
+    // a move while a slow answer is awaited: the status names the setting now on the controls
+    if (this.#slow) this.#markBusy();
   }
 
   /* A figure may name what a click on one of its traces sets (`click`: {trace, x, y}, each of x
@@ -311,28 +333,58 @@ export class Widget {
     if (!keepTyping) {
       this.params[p.name] = shownParams[p.name];
       this.syncControl(p);
-      this.showError(`${message}. Kept ${p.label} = ${plain(shownParams[p.name])}.`);
+      this.showError(`${message}. Kept ${this.describeOne(p, shownParams[p.name])}.`, p);
     } else {
-      this.showError(`${message}. ${this.staleWords()}`);
+      this.showError(`${message}. ${this.staleWords()}`, p);
       this.markStale(true);
     }
   }
 
-  /* A request left (Scheduler host): a slow answer dims the figure and says what is computed. */
-  #sending(setting) {
+  /* A request left (Scheduler host): a slow answer dims the figure and values and says what is
+   * computed. A widget already marked busy (the answer before this one was slow too) stays so,
+   * with no gap in which the old status shows again. */
+  #sending() {
     clearTimeout(this.#busyTimer);
-    const computing = `Computing ${this.describe(setting)}\u2026`;
-    this.#busyTimer = setTimeout(() => {
-      this.root.classList.add("tw-busy");
-      this.plot.setAttribute("aria-busy", "true");
-      this.status.textContent = computing;
-    }, BUSY_AFTER_MS);
+    if (this.#slow) this.#markBusy();
+    else this.#busyTimer = setTimeout(() => this.#markBusy(), BUSY_AFTER_MS);
   }
 
+  /* Figure and values marked stale (dimmed, aria-busy), the status saying what is computed: the
+   * setting on the controls now, the one the reader will see next (a setting left while its
+   * answer was computed is not named: ux review W5), with no "Precomputed" prefix. */
+  #markBusy() {
+    if (!this.#slow) this.#statusBefore = [...this.status.childNodes];
+    this.#slow = true;
+    this.root.classList.add("tw-busy");
+    this.plot.setAttribute("aria-busy", "true");
+    this.valuesBox.setAttribute("aria-busy", "true");
+    this.#computing = `Computing ${this.describe(this.params)}\u2026`;
+    this.status.textContent = this.#computing;
+    this.updateChip();
+  }
+
+  /* The answer is in (Scheduler host). The scheduler may send the newest setting at once and
+   * then hand over the answer (answered): whether the widget is still busy is decided once
+   * both have run, so a figure drawn for a setting already left does not unmark a widget
+   * whose next answer is on its way. */
   #settled() {
     clearTimeout(this.#busyTimer);
-    this.root.classList.remove("tw-busy");
-    this.plot.removeAttribute("aria-busy");
+    queueMicrotask(() => {
+      if (this.scheduler.inFlight) {
+        if (this.#slow) this.#markBusy();
+        return;
+      }
+      const was = this.#slow;
+      this.#slow = false;
+      this.root.classList.remove("tw-busy");
+      this.plot.removeAttribute("aria-busy");
+      this.valuesBox.removeAttribute("aria-busy");
+      // nothing else said what happened (a refusal puts its words in the error line)
+      if (was && this.status.textContent === this.#computing) {
+        this.status.replaceChildren(...this.#statusBefore);
+      }
+      this.updateChip();
+    });
   }
 
   /* An answer came back (Scheduler host): drawn, refused in words, or a baked stand-in. */
@@ -372,6 +424,7 @@ export class Widget {
     this.status.textContent += retryIn
       ? ` It will be asked again in ${Math.max(1, Math.round(retryIn / 1000))} s.`
       : " Move a control to ask again.";
+    this.#screenOnly("Move a control to ask again.");
   }
 
   /* A 400: the figure keeps the last valid setting and says so. Every control but text goes
@@ -395,11 +448,12 @@ export class Widget {
     this.movedNotice = "";
     this.setNotice(this.stickyNotice);
     const said = body.error + (/[.!?]$/.test(body.error) ? " " : ". ");
+    const about = this.spec.params.find((q) => q.name === body.param);
     if (textRefused) {
-      this.showError(said + this.staleWords());
+      this.showError(said + this.staleWords(), about);
       this.markStale(true);
     } else {
-      this.showError(`${said}Kept ${this.describe(shownParams)}.`);
+      this.showError(`${said}Kept ${this.describe(shownParams)}.`, about);
       this.markStale(false);
     }
   }
@@ -427,6 +481,7 @@ export class Widget {
     this.status.textContent = `${why}, and this page has no precomputed result for ` +
       missing.map((p) => this.describeOne(p, want[p.name])).join(", ") +
       ". Go back to a built-in setting, or try again when the server answers.";
+    this.updateChip();
   }
 
   /* Show `result`: its figure, values, summary, table and status. `how.precomputed`: "built"
@@ -452,9 +507,36 @@ export class Widget {
       .filter((p) => p.type !== "text" && !this.effective(p).disabled)
       .map((p) => this.describeOne(p, result.params[p.name])).join(", ");
     this.status.textContent = statusText(result, how, at);
+    this.#screenOnly(BUILT_HINT);
     // Baked at build time on a healthy server is a neutral note; a warning only as a fallback.
     this.root.classList.toggle("tw-precomputed", how.precomputed === "offline");
     this.root.classList.toggle("tw-built", how.precomputed === "built");
+    this.updateChip();
+  }
+
+  /* The status's closing words that only a reader at a screen can act on ("Move a control ..."),
+   * in a span print leaves out (runtime.css). */
+  #screenOnly(words) {
+    const text = this.status.textContent;
+    if (!text.endsWith(words)) return;
+    this.status.textContent = text.slice(0, -words.length);
+    this.status.appendChild(el("span", { "class": "tw-screen-only" }, words));
+  }
+
+  /* The head's chip: what the figure is, in a word or two (the status line says it in full). */
+  updateChip() {
+    if (!this.chip) return;
+    const has = (c) => this.root.classList.contains(c);
+    const [text, kind] =
+      has("tw-busy") || has("tw-pending") ? ["Computing\u2026", "busy"]
+      : has("tw-stale") ? ["Not updated", "stale"]
+      : has("tw-nobaked") ? ["No result", "stale"]
+      : has("tw-precomputed") ? ["Precomputed: offline", "offline"]
+      : has("tw-built") ? ["Precomputed", "built"]
+      : this.root.dataset.source === "live" ? ["Live", "live"] : ["", ""];
+    this.chip.textContent = text;
+    this.chip.dataset.state = kind;
+    this.chip.hidden = !text;
   }
 
   /* Draw the figure again (a palette switch). */
@@ -550,9 +632,24 @@ export class Widget {
   markStale(on) {
     this.root.classList.toggle("tw-stale", !!on);
     if (on) this.status.textContent = `Not updated: ${this.staleWords().replace(/^The/, "the")}`;
+    this.updateChip();
   }
 
-  showError(message) {
+  /* A refusal in words: under the control it is about (`p`, when one is named), which it
+   * describes to a screen reader (aria-describedby), else under the controls (ux review H4). */
+  showError(message, p) {
+    this.#undescribe();
+    const c = p && this.controls[p.name];
+    if (c && c.row.isConnected) {
+      c.row.after(this.error);
+      this.#describedBy = c.slider ? [c.slider, c.box] : [c.input];
+      for (const i of this.#describedBy) {
+        const ids = (i.getAttribute("aria-describedby") || "").split(/\s+/).filter(Boolean);
+        i.setAttribute("aria-describedby", ids.concat(this.error.id).join(" "));
+      }
+    } else if (this.error.previousElementSibling !== this.form) {
+      this.form.after(this.error);
+    }
     this.error.textContent = message;
     this.error.hidden = false;
     this.root.classList.add("tw-has-error");
@@ -561,6 +658,17 @@ export class Widget {
   clearError() {
     this.error.hidden = true;
     this.root.classList.remove("tw-has-error");
+    this.#undescribe();
+  }
+
+  #undescribe() {
+    for (const i of this.#describedBy) {
+      const ids = (i.getAttribute("aria-describedby") || "").split(/\s+/)
+        .filter((x) => x && x !== this.error.id);
+      if (ids.length) i.setAttribute("aria-describedby", ids.join(" "));
+      else i.removeAttribute("aria-describedby");
+    }
+    this.#describedBy = [];
   }
 
   setNotice(text) {
