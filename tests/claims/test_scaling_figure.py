@@ -13,7 +13,6 @@ import torch
 
 from backend.device import device
 from backend.reference import scaling
-from widgets.build import reading
 from tests.support.scaling_page import (
     D_KS,
     MODULE,
@@ -24,6 +23,7 @@ from tests.support.scaling_page import (
     v,
     widget_rows,
 )
+from widgets.build import reading
 
 CHAPTER = Path(__file__).resolve().parents[2] / "docs/chapters/scaling.md"
 

@@ -113,6 +113,6 @@ def test_both_grids_have_axis_titles_and_say_how_many_slots_a_cell_holds(client)
                   ("xaxis", "yaxis", "xaxis2", "yaxis2")}
         assert all(titles.values()), titles
         assert "cells a row" in titles["xaxis"] and titles["xaxis"] == titles["xaxis2"]
-        for annotations in (lay["annotations"], fig["narrow"]["annotations"]):
-            assert len(annotations) == 2
-            assert all(re.search(r"cell = [\d,]+ slots", a["text"]) for a in annotations)
+        for notes in (lay["annotations"], fig["narrow"]["annotations"]):
+            assert len(notes) == 2
+            assert all(re.search(r"cell = [\d,]+ slots", a["text"]) for a in notes)
