@@ -53,7 +53,7 @@ class Param:
 
     def describe_range(self) -> str:
         if self.type in {"int", "float"}:
-            return f"{_fmt(self.min)} to {_fmt(self.max)}"
+            return f"{_bound(self.min)} to {_bound(self.max)}"
         if self.type == "choice":
             return "one of " + ", ".join(repr(o) for o in self.options)
         if self.type == "text":
@@ -170,8 +170,8 @@ class Param:
             raise ParamError(f"'{self.label}' must be one of {allowed}{suffix}, got {_plain(value)}",
                              self.name)
         if self.type in {"int", "float"} and not (eff["min"] <= value <= eff["max"]):
-            raise ParamError(f"'{self.label}' must be from {_fmt(eff['min'])} to "
-                             f"{_fmt(eff['max'])}{suffix}, got {_fmt(value)}", self.name)
+            raise ParamError(f"'{self.label}' must be from {_bound(eff['min'])} to "
+                             f"{_bound(eff['max'])}{suffix}, got {_fmt(value)}", self.name)
         return value
 
     def describe_depends(self) -> str:
@@ -333,7 +333,7 @@ class WidgetSpec:
         for name, bound in (self.limits(values) if self.limits is not None else {}).items():
             p = self.param(name)
             if values[name] > bound["max"]:
-                raise ParamError(f"'{p.label}' must be from {_fmt(p.min)} to {_fmt(bound['max'])}"
+                raise ParamError(f"'{p.label}' must be from {_bound(p.min)} to {_bound(bound['max'])}"
                                  f" {bound['why']}, got {_fmt(values[name])}", name)
         labels = {p.name: p.label for p in self.params}
         for p in self.params:  # then the rules params set for each other (see Depends, Limit)
@@ -406,6 +406,16 @@ def _fmt(x) -> str:
         # a whole number as a reader writes it, but never a 300-digit echo of 1e308
         return str(int(x)) if abs(x) < 1e15 else f"{x:g}"
     return str(x)
+
+
+def _bound(x) -> str:
+    """A range's end in a message, as the book prints numbers: grouped by thousands from five
+    digits ("from 1 to 131,072"; 4096 stays as it is). The reader's own value ("got ...") is
+    echoed by _fmt, as typed. widgets/runtime/spec.js bound() says the same."""
+    if (isinstance(x, (int, float)) and not isinstance(x, bool) and float(x).is_integer()
+            and 10_000 <= abs(x) < 1e15):
+        return f"{int(x):,}"
+    return _fmt(x)
 
 
 def _plain(value) -> str:

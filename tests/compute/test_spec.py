@@ -67,6 +67,22 @@ def test_bake_points_start_with_defaults_and_have_no_duplicates():
 
 # --- labels in messages, and ranges that follow other params (Depends) ---------------------
 
+def test_a_ranges_ends_are_grouped_by_thousands_from_five_digits():
+    """Issue 33 (readers' re-try): "must be from 1 to 131072" read as one long number. The ends
+    are grouped as the book prints numbers (4096 stays whole); the reader's own value is echoed
+    as typed. Failed before: "from 1 to 131072, got 200000"."""
+    context = Param("t", "context", "int", default=8, min=1, max=131_072)
+    with pytest.raises(ParamError) as info:
+        context.validate(200_000)
+    assert str(info.value) == "'context' must be from 1 to 131,072, got 200000"
+    small = Param("n", "tokens", "int", default=64, min=16, max=4096)
+    with pytest.raises(ParamError) as info:
+        small.validate(5000)
+    assert str(info.value) == "'tokens' must be from 16 to 4096, got 5000"
+    assert Param("x", "x", "float", default=1.0, min=0.5, max=20_000.0).describe_range() == \
+        "0.5 to 20,000"
+
+
 def test_messages_name_the_control_by_its_label_not_its_code_name():
     with pytest.raises(ParamError, match="'temperature' must be from 0 to 2, got 5"):
         RATE.validate(5)

@@ -3,7 +3,8 @@
 
 import { el } from "./dom.js";
 import { formatValue, unitAfter } from "./format.js";
-import { check, fromSlider, isNum, optionLabel, released, sliderRange, toSlider } from "./spec.js";
+import { bound, check, fromSlider, isNum, optionLabel, released, sliderRange,
+         toSlider } from "./spec.js";
 
 var TOUCH_SLOP_PX = 8;        // a finger moving less than this is a tap
 
@@ -55,7 +56,7 @@ export function buildControl(widget, p) {
       // checked as the page offers it: a typed value leaves a preset's pin like a drag does
       var problem = box.value === ""
         ? "'" + p.label + "' needs " + (p.type === "int" ? "an integer" : "a number") +
-          " from " + eff.min + " to " + eff.max
+          " from " + bound(eff.min) + " to " + bound(eff.max)
         : checkOffered(widget, p, nv);
       if (problem) {
         // Refused before it is sent: the control returns to the setting the figure shows.

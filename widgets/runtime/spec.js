@@ -127,6 +127,15 @@ export function limitTop(lim, p, params, lo, hi) {
   return at(kLo);
 }
 
+/* A range's end in a message: grouped by thousands from five digits ("131,072"; 4096 stays),
+ * mirror of spec.py _bound (a whole number only; the reader's own value is echoed as typed). */
+export function bound(n) {
+  if (typeof n !== "number" || !Number.isInteger(n) || Math.abs(n) < 10000 || Math.abs(n) >= 1e15) {
+    return String(n);
+  }
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
 export function plain(v) { return typeof v === "boolean" ? (v ? "true" : "false") : String(v); }
 
 /* A param's constraints given the other params (mirror of spec.Param.effective). */
@@ -204,7 +213,7 @@ export function check(p, v, params, labels) {
   var eff = effective(p, params, labels);
   var why = eff.why.length ? " " + eff.why.join(" and ") : "";
   if (isNum(p) && !(v >= p.min && v <= p.max)) {
-    return where + " must be from " + p.min + " to " + p.max + ", got " + v;
+    return where + " must be from " + bound(p.min) + " to " + bound(p.max) + ", got " + v;
   }
   // an integer's step grid, as spec.Param.validate words it
   if (p.type === "int" && p.step > 1 && (v - p.min) % p.step) {
@@ -216,7 +225,7 @@ export function check(p, v, params, labels) {
     return where + " must be one of " + eff.allowed.map(plain).join(", ") + why + ", got " + plain(v);
   }
   if (isNum(p) && !(v >= eff.min && v <= eff.max)) {
-    return where + " must be from " + eff.min + " to " + eff.max + why + ", got " + v;
+    return where + " must be from " + bound(eff.min) + " to " + bound(eff.max) + why + ", got " + v;
   }
   return null;
 }
