@@ -20,8 +20,10 @@ from backend.reference.presets import PRESETS
 
 CURVE_POINTS = 400                         # points on the similarity curve, whatever the range
 HALF_SEARCH = 4096                         # distances searched, one by one, for the fall below 1/2
-# (m + s, n + s): the same offset at other places. From (3, 1) these are the handout's four pairs
-# (3, 1), (10, 8), (100, 98), (5, 3).
+# (m + s, n + s): the same offset at other places. From (3, 1) in a sequence of at least 101
+# positions these are the handout's four pairs (3, 1), (10, 8), (100, 98), (5, 3). A shift that
+# would carry the pair out of the sequence goes backwards instead, or as far as the room allows
+# (`shifts_within`): every pair the widget scores lies inside the sequence, as the text says.
 SHIFTS = (0, 7, 97, 2)
 REFERENCE_THETA = 10000.0                  # the 2017 / Llama-2 base, drawn for comparison
 
@@ -34,6 +36,25 @@ def _in_sequence(name: str) -> Limit:
 
 
 M_IN_SEQUENCE, N_IN_SEQUENCE = _in_sequence("m"), _in_sequence("n")
+
+
+def shifts_within(m: int, n: int, length: int) -> list[int]:
+    """The shifts s that move (m, n) to (m + s, n + s) with both still in [0, length - 1]: each of
+    SHIFTS forwards if it fits, else backwards, else as far as the sequence leaves room for (its
+    end, or its start if that is farther); repeats dropped, so a pair with no room keeps only 0."""
+    low, high = -min(m, n), length - 1 - max(m, n)  # the room behind and ahead of the pair
+    out: list[int] = []
+    for s in SHIFTS:
+        s = s if s <= high else -s if -s >= low else (high if high >= -low else low)
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def shifts_text(shifts: list[int]) -> str:
+    """'0, 7, 60 and 2' / '0, −7, −97 and −2': how the caption names the shifts it made."""
+    words = [f"{s:,}" if s >= 0 else f"−{-s:,}" for s in shifts]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
 def theta_text(theta: float) -> str:
@@ -116,7 +137,8 @@ def compute(params: dict) -> dict:
     # RoPE: q rotated to m, k to n, then the same pair moved along by each shift.
     q, k = _query_key(d)
     rot = lambda x, pos: rope.rotate(x, pos, theta)  # noqa: E731
-    pairs = [(m + s, n + s) for s in SHIFTS]
+    shifts = shifts_within(m, n, T)
+    pairs = [(m + s, n + s) for s in shifts]
     rope_dots = [float(rot(q, a) @ rot(k, b)) for a, b in pairs]
     # The alternative: add the sinusoids to q and k instead of rotating them.
     at = lambda pos: sinusoidal.sinusoidal_at(torch.tensor([pos]), d).double()[0]  # noqa: E731
@@ -183,8 +205,13 @@ def compute(params: dict) -> dict:
             f"and moves by at most {values['rope_dot_spread']:.2g} when both shift together; "
             f"with sinusoids added instead it moves by {values['additive_dot_spread']:.3g}."),
         "table": {
-            "caption": f"q·k at the same offset m − n = {m - n:,}, the pair moved along the "
-                       f"sequence by 0, 7, 97 and 2 positions",
+            "caption": (f"q·k at the same offset m − n = {m - n:,}, the pair moved along the "
+                        f"sequence by {shifts_text(shifts)} positions"
+                        + (" (a minus sign: backwards)" if min(shifts) < 0 else "")
+                        + f", every pair inside the sequence's {T:,} positions"
+                        if len(shifts) > 1 else
+                        f"q·k at m − n = {m - n:,}: the pair fills the sequence, so it cannot move "
+                        f"along it"),
             "columns": ["m", "n", "q·k with RoPE", "q·k with sinusoids added"],
             "rows": [[a, b, round(r, 6), round(s, 6)]
                      for (a, b), r, s in zip(pairs, rope_dots, add_dots)],

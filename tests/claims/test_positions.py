@@ -99,7 +99,7 @@ def test_float32_rounding_grows_with_position_but_stays_small():
 def test_moving_m_and_n_together_keeps_the_score(d, m):
     for theta in (100.0, 10000.0, 10_000_000.0):
         v = values(d_head=d, m=m, n=max(0, m - 2), rope_theta=theta, max_position=131072)
-        assert v["rope_dot_spread"] < 5e-4 * v["qk_norms"]  # "up to a few parts in ten thousand"
+        assert v["rope_dot_spread"] < 5e-4 * v["qk_norms"]  # "the score stays put"
         assert math.isclose(v["norm_q_rotated"], v["norm_q"], rel_tol=1e-6)
 
 
@@ -118,8 +118,42 @@ def test_a_larger_base_slows_every_pair_but_the_first_and_keeps_more_pairs_agree
 
 
 def test_the_additive_spread_is_over_the_tables_four_pairs():
-    v = values()
+    # the prose quotes the spread at sequence length 128, where the shifts fit forwards
+    v = values(max_position=128)
     assert [(p["m"], p["n"]) for p in v["additive_dot_shifted"]] == [(3, 1), (10, 8), (100, 98), (5, 3)]
+
+
+@pytest.mark.parametrize("m, n, T", [(3, 1, 64), (0, 7, 8), (7, 7, 8), (4, 3, 8), (50, 48, 64),
+                                     (63, 61, 64), (131071, 131069, 131072), (131071, 0, 131072),
+                                     (0, 131071, 131072), (1000, 3, 4096), (3, 1, 128)])
+def test_every_shifted_pair_lies_inside_the_sequence(m, n, T):
+    """'both inside the sequence (from 0 to its length minus 1)': the pairs the widget scores
+    and tabulates, and its spreads are taken over, too (at length 64 it listed (100, 98))."""
+    out = run(w, m=m, n=n, max_position=T)
+    v, table = out["values"], out["table"]
+    pairs = [(p["m"], p["n"]) for p in v["rope_dot_shifted"]]
+    assert pairs == [(p["m"], p["n"]) for p in v["additive_dot_shifted"]]
+    assert pairs == [(r[0], r[1]) for r in table["rows"]]
+    assert pairs[0] == (m, n) and len(set(pairs)) == len(pairs)
+    assert all(0 <= a < T and 0 <= b < T and a - b == m - n for a, b in pairs)
+    # the caption names the shifts it made, in order, or says the pair cannot move
+    shifts = [a - m for a, _ in pairs]
+    if len(shifts) > 1:
+        assert w.shifts_text(shifts) in table["caption"]
+        assert ("backwards" in table["caption"]) == (min(shifts) < 0)
+    else:
+        assert "cannot move" in table["caption"]
+    # a pair with room on a side uses it: the handout's shifts whenever they fit forwards
+    if max(m, n) + 97 < T:
+        assert shifts == [0, 7, 97, 2]
+
+
+def test_far_end_of_the_sliders_moves_the_score_only_in_the_fourth_decimal():
+    """'at the far end of the sliders ... it reads X against Y at (3, 1)': float32 rounding
+    only, visible in the readout's last digit, no more."""
+    near, far = values(m=3, n=1), values(m=131071, n=131069, max_position=131072)
+    assert 1e-5 < abs(far["rope_dot"] - near["rope_dot"]) < 1e-3
+    assert far["rope_dot_spread"] < 1e-5  # the widget's own four pairs at the far end
 
 
 @pytest.mark.parametrize("m, n, T", [(63, 3, 64), (131071, 0, 131072), (3, 1, 64), (0, 7, 8)])
@@ -390,7 +424,7 @@ def test_output_labels_are_plain_words():
     for m in WIDGETS:
         for o in m.SPEC.outputs:
             assert "s =" not in o.label and "+s" not in o.label.replace(" ", ""), o.label
-    caption = run(w)["table"]["caption"]
+    caption = run(w, max_position=128)["table"]["caption"]
     assert "moved along the sequence by 0, 7, 97 and 2 positions" in caption
     assert tuple(w.SHIFTS) == (0, 7, 97, 2)
 
