@@ -83,7 +83,11 @@ class Param:
             if not math.isfinite(value):
                 raise ParamError(f"{where} must be a finite number", self.name)
         if self.type in {"int", "float"}:
-            if not (self.min <= value <= (self.max if top else math.inf)):
+            # A param only Limits bound (no Depends) leaves a value under its min to
+            # validate_with, which words it with the limit's top ('key position n' refused -1 as
+            # "from 0 to 131,071" while 64 read "from 0 to 63 at sequence length = 64").
+            low = self.min if not (self.limits and not self.depends) else -math.inf
+            if not (low <= value <= (self.max if top else math.inf)):
                 raise ParamError(
                     f"{where} must be from {self.describe_range()}, got {_fmt(value)}",
                     self.name,
