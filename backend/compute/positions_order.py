@@ -35,10 +35,12 @@ SPEC = WidgetSpec(
                               "1 adds them as they are, 0 adds nothing."),
     ),
     outputs=(
+        # one format for both: at strength 0 they are the same computation and must read the same
+        # (".3f" showed 0.000 beside 5.6e-17)
         Output("order_gap_without", "largest difference between the two dogs, no position "
-                                    "signal", ".2g"),
+                                    "signal", ".3g"),
         Output("order_gap_with", "largest difference between the two dogs, with the signal",
-               ".3f"),
+               ".3g"),
     ),
     bake=tuple({"strength": v} for v in (0.0, 0.01, 0.05, 0.1, 0.2, 0.5, 0.75, 1.5, 2.0)),
 )
@@ -67,10 +69,10 @@ def compute(params: dict) -> dict:
         "summary": (
             "Without a position signal, attention gives \"dog\" the same vector in \"dog bites "
             "man\" and \"man bites dog\" (the largest difference is "
-            f"{values['order_gap_without']:.1g}, float64 rounding). With the sinusoids added at "
+            f"{values['order_gap_without']:.3g}, float64 rounding). With the sinusoids added at "
             f"strength {strength:g}, "
             + ("the two vectors are still the same." if same else
-               f"the largest difference is {values['order_gap_with']:.3f}.")),
+               f"the largest difference is {values['order_gap_with']:.3g}.")),
         "table": {
             "caption": "The vector of \"dog\" after attention",
             "columns": ["position signal", "sentence", *COORDS],

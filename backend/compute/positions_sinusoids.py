@@ -101,6 +101,7 @@ def compute(params: dict) -> dict:
     every = cols[1] - cols[0] if len(cols) < d else 1     # every how many dimensions shown
     shown = ", ".join(([f"each row the mean of {block:,} positions"] if block > 1 else [])
                       + ([f"every {every}th dimension"] if every > 1 else []))
+    listed = [p for p in HANDOUT_ROWS if p < T]  # only positions the figure draws (not 50 of 8)
     return {
         "values": values,
         "figure": _figure(rows, cols, table, d, block, every),
@@ -113,11 +114,11 @@ def compute(params: dict) -> dict:
             + (f"made {values['slowest_turns']:.3g} of a turn." if values["slowest_turns"] < 1
                else f"turned {values['slowest_turns']:.3g} times.")),
         "table": {
-            "caption": f"The first dimensions of positions {', '.join(map(str, HANDOUT_ROWS))} "
+            "caption": f"The first dimensions of positions {', '.join(map(str, listed))} "
                        f"at width {d}",
             "columns": ["position", *(f"dim {i} ({'sin' if i % 2 == 0 else 'cos'})"
                                       for i in range(min(d, 4)))],
-            "rows": [[p, *(round(v, 3) for v in handout[p][:4].tolist())] for p in HANDOUT_ROWS],
+            "rows": [[p, *(round(v, 3) for v in handout[p][:4].tolist())] for p in listed],
         },
     }
 

@@ -11,7 +11,7 @@ from backend.compute import positions_order as wo
 from backend.compute import positions_rope as w
 from backend.compute import positions_sinusoids as ws
 from backend.compute.spec import sweep
-from backend.reference import rope
+from backend.reference import rope, sinusoidal
 
 SPEC = w.SPEC  # the RoPE widget, which most of the chapter's numbers come from
 THETAS = (100.0, 1000.0, 10000.0, 500000.0, 1_000_000.0, 10_000_000.0)
@@ -52,10 +52,41 @@ def test_with_position_the_two_dogs_are_different_inputs():
     assert order_values()["order_gap_with"] > 0.5
 
 
+def test_dim_3_is_blank_in_every_word_yet_does_not_tell_the_orders_apart():
+    """'dim 3 is 0 in every word ... with the sinusoids added it reads 1.00 in both sentences:
+    cos(t/100) barely leaves 1 over positions 0 to 2. The order shows in dims 0 and 1.'"""
+    v = order_values()
+    assert v["dog"]["without"][3] == 0 and v["dog"]["without_swapped"][3] == 0
+    a, b = v["dog"]["with"], v["dog"]["with_swapped"]
+    assert f"{a[3]:.2f}" == f"{b[3]:.2f}" == "1.00"
+    pe = sinusoidal.sinusoidal_encoding(3, 4)
+    assert torch.allclose(pe[:, 3], torch.cos(torch.arange(3.0) / 100), atol=1e-6)
+    gaps = [abs(x - y) for x, y in zip(a, b)]
+    assert sorted(range(4), key=lambda i: -gaps[i])[:2] == [1, 0]
+    assert pe[1, 0].item() == pytest.approx(math.sin(1.0), abs=1e-6)  # one radian per position
+    assert "barely leaves 1 over positions 0 to 2" in CHAPTER.read_text()
+
+
+def test_the_two_gap_readouts_read_alike_and_the_summary_agrees():
+    """At strength 0 both readouts are the same computation: they must print the same (".3f"
+    showed 0.000 beside 5.6e-17), and the summary quotes the readout's own digits (it said
+    6e-17)."""
+    fmts = {o.name: o.fmt for o in wo.SPEC.outputs}
+    assert fmts["order_gap_without"] == fmts["order_gap_with"]
+    out = run(wo, strength=0.0)
+    v = out["values"]
+    shown = [format(v[k], fmts[k]) for k in ("order_gap_without", "order_gap_with")]
+    assert shown[0] == shown[1] and shown[0] in out["summary"]
+
+
 def test_a_hundredth_of_the_signal_still_separates_but_by_a_rounding_sized_margin():
     v = order_values()
     assert 0 < v["order_gap_tiny"] < v["order_gap_with"] / 100       # "less than a hundredth"
-    assert 0.005 < v["order_gap_tiny"] < 0.05                        # "the size of the rounding"
+    # "about one unit in the last digit the table prints" (two decimals: 0.01); it was "the size
+    # of the rounding", which is 0.005 at most, and the gap is larger
+    assert 0.5 * 0.01 < v["order_gap_tiny"] < 2 * 0.01
+    assert "size of the\nrounding" not in CHAPTER.read_text()
+    assert "about one unit in\nthe last digit the table above prints" in CHAPTER.read_text()
     # the note: still differ in the second decimal, by about a hundredth of the full gap
     a, b = v["dog"]["tiny"], v["dog"]["tiny_swapped"]
     assert any(round(x, 2) != round(y, 2) for x, y in zip(a, b))
@@ -115,6 +146,23 @@ def test_a_larger_base_slows_every_pair_but_the_first_and_keeps_more_pairs_agree
     assert bool((angles < math.pi / 2).all())
     # "too few to lift the total far from zero" at 10,000; clearly positive at 500,000
     assert abs(low["similarity_at_max"]) < 0.05 and high["similarity_at_max"] > 0.2
+
+
+def test_the_far_scores_agree_in_three_significant_digits():
+    """'agree to three significant figures, not seven' (was 'about four': rounded to four they
+    differ, -2.279 against -2.278)."""
+    near, far = values(m=3, n=1)["rope_dot"], values(m=100003, n=100001, max_position=131072)["rope_dot"]
+    assert f"{near:.3g}" == f"{far:.3g}" and f"{near:.4g}" != f"{far:.4g}"
+    assert "agree to three significant figures, not seven" in CHAPTER.read_text()
+
+
+def test_the_sinusoid_tables_caption_lists_only_drawn_positions():
+    for T in (8, 50, 51, 64):
+        out = run(ws, max_position=T)
+        listed = [r[0] for r in out["table"]["rows"]]
+        assert listed == [p for p in (0, 1, 2, 50) if p < T]
+        assert out["table"]["caption"].startswith(
+            f"The first dimensions of positions {', '.join(map(str, listed))} at")
 
 
 def test_the_additive_spread_is_over_the_tables_four_pairs():
