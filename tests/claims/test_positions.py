@@ -165,6 +165,30 @@ def test_the_sinusoid_tables_caption_lists_only_drawn_positions():
             f"The first dimensions of positions {', '.join(map(str, listed))} at")
 
 
+def test_the_fade_bands_texture_is_the_real_turning_dimmed_not_aliasing():
+    """'At d = 512 and 131,072 positions the band where the columns fade keeps a busy texture ...
+    those columns turn once every few rows, drawn as they are, only dimmed by the averaging, and
+    the drawn columns lie too far apart in frequency for their turns to line up.'"""
+    T, d = 131072, 512
+    fig = run(ws, d_model=d, max_position=T)["figure"]["data"][0]
+    z, cols, rows = torch.tensor(fig["z"], dtype=torch.float64), fig["x"], fig["y"]
+    block = rows[1] - rows[0]
+    middle = torch.tensor(rows, dtype=torch.float64) + (block - 1) / 2
+    band = [j for j in range(len(cols)) if 0.05 < float(z[:, j].abs().max()) < 0.9]
+    assert len(band) >= 5                                       # a band, not a column or two
+    for j in band:
+        c = cols[j]
+        w = 10000 ** (-(c - c % 2) / d)
+        per_turn = 2 * math.pi / w / block                      # rows per turn
+        assert 2.5 < per_turn < 20                              # "once every few rows"
+        true = torch.sin(w * middle) if c % 2 == 0 else torch.cos(w * middle)
+        # drawn as it is: the row values follow the real sinusoid, only scaled down
+        assert float(torch.corrcoef(torch.stack((z[:, j], true)))[0, 1]) > 0.99
+    # neighbouring drawn columns differ in frequency by more than a tenth: no common rhythm
+    assert cols[1] - cols[0] > 2 and 10000 ** ((cols[1] - cols[0]) / d) > 1.1
+    assert "That is no false pattern" in CHAPTER.read_text()
+
+
 def test_the_additive_spread_is_over_the_tables_four_pairs():
     # the prose quotes the spread at sequence length 128, where the shifts fit forwards
     v = values(max_position=128)
