@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import pathlib
 
 import pytest
 import torch
@@ -315,8 +316,8 @@ def test_the_three_ways_table_what_happens_and_each_fix(dtype):
 
 
 def test_the_table_a_boolean_mask_is_safe_applied_not_added():
-    """Row 2's fix: 'a boolean mask applied with masked_fill or given to SDPA as its attn_mask,
-    never added to the scores (added, True and False count as 1 and 0 and block nothing)'."""
+    """Row 2's fix: 'a boolean mask, given to SDPA or applied with masked_fill, never added (True
+    and False would count as 1 and 0)'."""
     allowed = cm.allowed_for("causal_padding", 4)
     scores = cm.scores_for(["<pad>", "the", "river", "bank"], torch.float32)
     added = scores + allowed  # type promotion: the bool becomes 1.0 / 0.0
@@ -329,6 +330,19 @@ def test_the_table_a_boolean_mask_is_safe_applied_not_added():
     E = torch.tensor([cm.EMBEDDINGS[t] for t in ["<pad>", "the", "river", "bank"]])[None, None]
     w_sdpa = masks.sdpa_weights(E, E, allowed[None, None])[0, 0]
     assert (w_sdpa[rows][~allowed[rows]] == 0).all() and not w_sdpa.isnan().any()
+
+
+def test_the_tables_fix_cells_lead_with_one_fix_in_a_few_words():
+    """Row 2's 'the fix' packed three fixes, a parenthesis and a caveat into ~45 words (a fresh
+    reader could not tell which was recommended): now it leads with the boolean mask, the one the
+    section below prefers, and points there for the rest."""
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs/chapters/masks.md").read_text()
+    table = text[text.index("## Three ways masks go wrong"):text.index("### Masking after")]
+    rows = [r for r in table.splitlines() if r.startswith("| ") and "---" not in r][1:]
+    fixes = [r.rstrip(" |").rsplit(" | ", 1)[1] for r in rows]
+    assert fixes[1].startswith("**a boolean mask**")
+    assert "(#a-row-with-nothing-to-see)" in fixes[1]
+    assert all(len(f.split()) <= 30 for f in fixes), [len(f.split()) for f in fixes]
 
 
 @pytest.mark.parametrize("mask_dtype", [torch.float16, torch.bfloat16])
