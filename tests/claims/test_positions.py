@@ -189,6 +189,22 @@ def test_the_fade_bands_texture_is_the_real_turning_dimmed_not_aliasing():
     assert "That is no false pattern" in CHAPTER.read_text()
 
 
+def test_at_the_longest_sequence_the_fall_is_a_sliver_and_the_point_can_sit_off_the_line():
+    """'The axis is linear, so at the longest sequences the first distances, where the curve
+    falls, fill only a sliver at its left edge ..., and the orange point, an exact value, need
+    not sit on the line of means beside it.'"""
+    out = run(w, m=131071, n=0, max_position=131072)
+    fig, v = out["figure"], out["values"]
+    assert fig["layout"]["xaxis"].get("type", "linear") == "linear"
+    x, y = fig["data"][0]["x"], fig["data"][0]["y"]
+    exact = [d for d in x if d == int(d) and d < w.CURVE_POINTS // 2]
+    assert len(exact) == w.CURVE_POINTS // 2 and max(exact) < 0.01 * max(x)   # a sliver
+    assert v["half_distance"] is not None and v["half_distance"] < max(exact)  # the fall is there
+    point = fig["data"][-1]
+    assert abs(point["y"][0] - y[-1]) > 0.05  # off the nearest mean, the line's last point
+    assert "fill only a sliver at its left edge" in CHAPTER.read_text()
+
+
 def test_the_additive_spread_is_over_the_tables_four_pairs():
     # the prose quotes the spread at sequence length 128, where the shifts fit forwards
     v = values(max_position=128)
