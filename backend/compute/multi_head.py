@@ -364,7 +364,8 @@ def _figure(v: dict, maps: list, h: int, n_kv: int, d: int) -> dict:
     layout = base_layout(height=_height(-(-h // cols)), **_axes_and_titles(v, h, n_kv, cols))
     layout["margin"] = {"l": 70, "r": 10, "t": TOP_PX, "b": BOTTOM_PX}
     for key in [k for k in layout if k.startswith(("xaxis", "yaxis"))]:
-        layout[key].update({"type": "category", "tickfont": {"size": TICK_PX}})
+        # automargin: at 11 px a word ("cabinet") needs more than a phone's 45 px left margin
+        layout[key].update({"type": "category", "tickfont": {"size": TICK_PX}, "automargin": True})
         if key.startswith("xaxis"):
             layout[key]["tickangle"] = -90
         else:

@@ -77,6 +77,9 @@ def test_while_computing_the_status_names_the_controls_setting_and_marks_values_
                                timeout=5_000)
         for _ in range(2):  # two more while 128 computes: 256, 512 wait on the controls
             slider.press("ArrowRight")
+        # the values fade over 0.15 s (runtime.css): wait for the fade, not a fixed time
+        page.wait_for_function(f"+getComputedStyle(document.querySelector('{W} .tw-values'))"
+                               ".opacity < 0.8", timeout=5_000)
         now = page.evaluate(STATE)
         assert now["box"] == "512", now
         assert f"d_k = {now['box']}" in now["status"], now
