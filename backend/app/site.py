@@ -9,6 +9,7 @@ from __future__ import annotations
 import mimetypes
 import re
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from flask import Blueprint, abort, current_app, request, send_file
 from werkzeug.security import safe_join
@@ -55,7 +56,8 @@ def sitemap():
     file = _site_dir() / "sitemap.xml"
     if not file.is_file():
         abort(404)
-    text = file.read_text(encoding="utf-8").replace(SITEMAP_PLACEHOLDER, request.url_root)
+    # url_root comes from the Host header a client sent: escaped, it cannot add markup
+    text = file.read_text(encoding="utf-8").replace(SITEMAP_PLACEHOLDER, escape(request.url_root))
     return text, 200, {"Content-Type": "application/xml; charset=utf-8",
                        "Cache-Control": cache_control("/sitemap.xml")}
 

@@ -100,7 +100,7 @@ def compute(params: dict) -> dict:
     block = rows[1] - rows[0] if len(rows) < T else 1     # positions averaged into one row
     every = cols[1] - cols[0] if len(cols) < d else 1     # every how many dimensions shown
     shown = ", ".join(([f"each row the mean of {block:,} positions"] if block > 1 else [])
-                      + ([f"every {every}th dimension"] if every > 1 else []))
+                      + ([f"one dimension in {every}"] if every > 1 else []))
     listed = [p for p in HANDOUT_ROWS if p < T]  # only positions the figure draws (not 50 of 8)
     return {
         "values": values,

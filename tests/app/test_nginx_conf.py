@@ -150,9 +150,9 @@ def test_the_proxy_writes_the_readers_address_into_the_sitemap():
     # the host with its port (Material keeps a sitemap entry's port): the first forwarded entry,
     # else the Host header as the browser sent it ($host drops the port)
     for name, fallback in (("host", "$http_host"), ("proto", "$scheme")):
-        m = re.search(r"map \$http_x_forwarded_%s \$book_sitemap_%s \{(.*?)\}" % (name, name), conf, re.S)
+        m = re.search(rf"map \$http_x_forwarded_{name} \$book_sitemap_{name} \{{(.*?)\}}", conf, re.S)
         assert m, name
-        assert re.search(r'""\s+%s;' % re.escape(fallback), m.group(1)), m.group(1)
+        assert re.search(r'""\s+' + re.escape(fallback) + ";", m.group(1)), m.group(1)
         assert re.search(r'"~\^\(\?<first>\[\^,\\s\]\+\)"\s+\$first;', m.group(1)), m.group(1)
     assert "gzip_static off;" in body and "sub_filter_once off;" in body
     assert "text/xml" in body

@@ -71,3 +71,11 @@ def test_the_old_single_widget_is_a_404_naming_the_new_ones(client):
         assert resp.status_code == 404
         text = resp.get_data(as_text=True)
         assert "no widget named 'positions'" in text and "positions_rope" in text
+
+
+def test_the_sinusoid_summary_names_the_dimensions_drawn_in_words():
+    """It read "every 2th dimension" at d = 128 (a baked setting) and "every 3th" at 130."""
+    from backend.compute import positions_sinusoids as w
+    for d in (128, 130):
+        summary = w.compute(w.SPEC.resolve({"d_model": d}))["summary"]
+        assert "th dimension" not in summary and "one dimension in " in summary, summary

@@ -126,10 +126,19 @@ def question_cases() -> dict:
     what a reader may type that must be taken as right (the worked answer's own number, with and
     without its unit, with thousands separators) and numbers that must be refused. Python's rule
     (`Question.check`) is asserted here; questions.test.mjs asserts the runtime's agrees."""
+    import torch
+
     from widgets.build import questions, widget_blocks
 
-    book = questions.Book(ROOT / "docs", widget_blocks.value_of)
-    book.compute()
+    # One thread, as the test lanes run: a model's loss (attention-maps.3) moves in its 7th figure
+    # with torch's thread count, and this file is compared exactly.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        book = questions.Book(ROOT / "docs", widget_blocks.value_of)
+        book.compute()
+    finally:
+        torch.set_num_threads(threads)
     out = []
     for q in book.by_id.values():
         if q.kind == "choice":

@@ -285,3 +285,14 @@ def test_no_macro_call_is_left_outside_code(built_site):
         if re.search(r"\{\{\s*\w+\s*\(", text):
             left.append(path.relative_to(built_site).as_posix())
     assert left == []
+
+
+@pytest.mark.parametrize("script", ['Plotly.newPlot("a", [1,], {})', 'Plotly.newPlot("a" [] {} {})'])
+def test_a_notebook_figure_the_build_cannot_read_stops_it_with_a_reason(script):
+    """Not JSON, or no `,` between arguments: a PluginError naming the script, no traceback."""
+    from mkdocs.exceptions import PluginError
+
+    from widgets.build.widget_blocks import plotly_call
+
+    with pytest.raises(PluginError, match="cannot read"):
+        plotly_call(script)

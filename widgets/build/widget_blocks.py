@@ -300,6 +300,7 @@ def data_block(cls: str, text: str, attrs: str = "") -> str:
 NOTEBOOK_PLOT = re.compile(r'<script(?: type="text/javascript")?>(\s*window\.PLOTLYENV=.*?)</script>',
                            re.S)
 NEW_PLOT = re.compile(r"Plotly\.newPlot\(\s*")
+ARGUMENT_END = re.compile(r"\s*[,)]\s*")
 # nbconvert's MathJax loader (an empty src: MathJax is not configured, the book typesets with
 # KaTeX) and its configuration: neither ever did anything here, and instant navigation waits
 # forever for an empty src to load.
@@ -314,10 +315,13 @@ def plotly_call(text: str) -> tuple[str, list, dict, dict]:
     if m is None:
         raise PluginError("a notebook figure script without Plotly.newPlot")
     decoder, pos, args = json.JSONDecoder(), m.end(), []
-    for _ in range(4):
-        value, pos = decoder.raw_decode(text, pos)
-        args.append(value)
-        pos = re.compile(r"\s*[,)]\s*").match(text, pos).end()
+    try:
+        for _ in range(4):
+            value, pos = decoder.raw_decode(text, pos)
+            args.append(value)
+            pos = ARGUMENT_END.match(text, pos).end()
+    except (json.JSONDecodeError, AttributeError):  # not JSON, or no `,`/`)` after an argument
+        raise PluginError(f"a notebook figure script this build cannot read: {text[:120]!r}") from None
     div_id, data, layout, config = args
     if not isinstance(div_id, str) or not isinstance(data, list) or not isinstance(layout, dict):
         raise PluginError(f"a notebook figure script this build cannot read: {text[:120]!r}")
