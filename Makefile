@@ -59,14 +59,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # Installed from the hashed locks (`make lock` writes them from requirements*.txt): every
-# package at the locked version, and pip refuses any file whose SHA-256 the lock does not list
+# package at the locked version, and pip refuses any file whose SHA-256 the lock does not list.
+# The lock hashes torch's CPU build for Linux (x86_64, aarch64); where pip finds no such file (a
+# Mac, or PyPI's CUDA build on Linux) the pins in requirements*.txt are installed instead, unhashed.
+UNHASHED = { echo "make: no file here matches $(1)'s hashes (torch's CPU build is hashed for Linux); installing the pins of $(2) without hashes" >&2; $(BIN)/pip install $(3) -r $(2); }
+
 $(VENV)/.installed: requirements-docs.lock requirements-nodeps.lock | $(BIN)/python
-	$(BIN)/pip install --require-hashes -r requirements-docs.lock
+	$(BIN)/pip install --require-hashes -r requirements-docs.lock \
+	  || $(call UNHASHED,requirements-docs.lock,requirements-docs.txt,-r requirements.txt)
 	$(BIN)/pip install --require-hashes --no-deps -r requirements-nodeps.lock
 	touch $@
 
 $(VENV)/.dev-installed: requirements-dev.lock $(VENV)/.installed
-	$(BIN)/pip install --require-hashes -r requirements-dev.lock
+	$(BIN)/pip install --require-hashes -r requirements-dev.lock \
+	  || $(call UNHASHED,requirements-dev.lock,requirements-dev.txt,)
 	touch $@
 
 ## lock: the hashed locks (requirements*.lock) from the pins people edit (requirements*.txt),

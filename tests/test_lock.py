@@ -154,8 +154,17 @@ def test_pyproject_declares_the_runtime_requirements():
 
 
 def test_make_and_the_image_install_only_from_the_locks_with_hashes():
+    """Every install reads a lock with --require-hashes. The one exception is make's fallback
+    (UNHASHED), run only after a hashed install failed (`||`): a machine with no file the lock
+    hashes (a Mac: torch's CPU build is hashed for Linux only) still gets the pinned versions."""
     makefile = (ROOT / "Makefile").read_text()
     dockerfile = (ROOT / "Dockerfile").read_text()
+    fallback = re.search(r"^UNHASHED = .*$", makefile, re.M)
+    assert fallback and "pip install" in fallback.group(0)
+    makefile = makefile.replace(fallback.group(0), "")
+    calls = re.findall(r"^(.*)\n\s*\|\| \$\(call UNHASHED,([^,]+),", makefile, re.M)
+    assert calls and all("--require-hashes" in first and f"-r {lock}" in first
+                         for first, lock in calls), calls
     installs = [line for text in (makefile, dockerfile) for line in text.splitlines()
                 if re.search(r"\bpip install\b", line) and " -r " in line]
     assert len(installs) >= 5, installs
