@@ -17,6 +17,7 @@ import re
 import time
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.support.browser import DESKTOP, PHONE, new_page
 
@@ -43,17 +44,33 @@ class Held:
     """The widget's result requests, held until `release`."""
 
     def __init__(self, page):
-        self.routes = []
+        self.routes, self.sent, self.released = [], 0, 0
         page.route(RESULTS, lambda route: self.routes.append(route))
+        page.on("request", self._sent)
+
+    def _sent(self, request):
+        if "attention_scaling/result" in request.url:
+            self.sent += 1
 
     def wait(self, page, n=1, timeout_s=20):
+        """Until `n` requests are held, on events, not a timer: the browser's request event first,
+        then round trips that let Playwright hand the queued route (it comes just after) over."""
         deadline = time.monotonic() + timeout_s
         while len(self.routes) < n:
-            assert time.monotonic() < deadline, "no result request reached the router"
-            page.wait_for_timeout(20)
+            left_ms = (deadline - time.monotonic()) * 1000
+            assert left_ms > 0, "no result request reached the router"
+            if self.sent < self.released + n:  # not yet sent: wait for the browser to send it
+                try:
+                    page.wait_for_event("request", lambda r: "attention_scaling/result" in r.url,
+                                        timeout=left_ms)
+                except PlaywrightTimeout:
+                    pass
+            else:
+                page.evaluate("0")
 
     def release(self):
         while self.routes:
+            self.released += 1
             self.routes.pop(0).continue_()
 
 
