@@ -183,11 +183,9 @@ def test_every_setting_a_question_reads_is_baked_into_its_chapters_widget(book, 
     """With the API down a reader can still move the widget to the question's setting and read
     the answer there: the chapter's widget carries that setting's result (21 of 95 did not)."""
     from backend.compute import REGISTRY
-    config = re.compile(r'<script type="application/json" class="tw-config">(.*?)</script>', re.S)
+    from tests.site.test_build import widget_configs
     for q in book.by_id.values():
-        page = built_site / q.chapter.removesuffix(".md") / "index.html"
-        widgets = [json.loads(raw.replace("<\\/", "</"))
-                   for raw in config.findall(page.read_text(encoding="utf-8"))]
+        widgets = widget_configs(built_site / q.chapter.removesuffix(".md") / "index.html")
         answer = q.answer
         for spec in [answer] if "widget" in answer else list((answer.get("of") or {}).values()):
             name = spec["widget"]
