@@ -18,6 +18,7 @@ of a server share one copy; within a process every widget shares `model()`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import os
 import tempfile
@@ -113,18 +114,30 @@ def tokenizer(path: Path | None = None):
 def converted(path: Path | None = None) -> Path:
     """The float32 state dict, converted from the GGUF file once per machine into a file every
     process memory-maps: workers then share one copy of its pages (the operating system's
-    page cache) instead of holding 540 MB each. Named by the GGUF file's size and time, so a new
-    checkpoint is converted anew; written under another name and renamed, so two processes
-    converting at once never read half a file."""
+    page cache) instead of holding 540 MB each. Named by the GGUF file's SHA-256, so a new
+    checkpoint is converted anew and every install of the same one (each venv, each clean clone)
+    shares one conversion: named by the file's time, a machine gathered one 514 MB file per
+    install. Written under another name and renamed, so two processes converting at once never
+    read half a file."""
     src = path or gguf_path()
     stat = src.stat()
-    out = Path(tempfile.gettempdir()) / f"book-{NAME}-{stat.st_size}-{stat.st_mtime_ns}.pt"
+    digest = _digest(str(src), stat.st_size, stat.st_mtime_ns)
+    out = Path(tempfile.gettempdir()) / f"book-{NAME}-{digest[:16]}.pt"
     if not out.is_file():
         config, state = read(src)
         part = out.with_name(f"{out.name}.{os.getpid()}.part")
         torch.save({"config": dataclasses.asdict(config), "state": state}, part)
         os.replace(part, out)
     return out
+
+
+@lru_cache(maxsize=4)
+def _digest(path: str, size: int, mtime_ns: int) -> str:  # size, time: a changed file reads anew
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def load_converted(path: Path) -> tuple[ModelConfig, dict[str, torch.Tensor]]:

@@ -6,6 +6,8 @@ where a wrong RoPE layout, K/V order or norm would show at once."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -119,3 +121,28 @@ def test_the_preset_is_the_checkpoints_config_and_counts_its_tensors(ours):
     assert typed.norm_eps == pytest.approx(real.norm_eps, rel=1e-6)  # stored as float32 there
     held = sum(t.numel() for t in load.state().values())  # the tied head is the embedding
     assert count_parameters(typed).total == held == sum(p.numel() for p in model.parameters())
+
+
+def test_every_install_of_the_same_checkpoint_shares_one_conversion(tmp_path, monkeypatch):
+    """Named by the file's time, each venv and clean clone converted anew: 100 files of 514 MB
+    gathered in one machine's /tmp. Two copies of the checkpoint (another install: another
+    time) share one conversion; a different checkpoint gets its own."""
+    calls = []
+
+    def fake_read(src):
+        calls.append(src)
+        return load.ModelConfig(vocab_size=8, d_model=4, n_layers=1, n_heads=1, n_kv_heads=1,
+                                d_ff=8, max_seq_len=8), {"w": torch.zeros(1)}
+
+    monkeypatch.setattr(load, "read", fake_read)
+    monkeypatch.setattr(load.tempfile, "tempdir", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    a, b, c = (tmp_path / n for n in ("a.gguf", "b.gguf", "c.gguf"))
+    a.write_bytes(b"GGUF checkpoint one")
+    b.write_bytes(a.read_bytes())
+    c.write_bytes(b"GGUF checkpoint two")
+    os.utime(b, ns=(1, 1))  # another install's time
+    assert load.converted(a) == load.converted(b)
+    assert load.converted(c) != load.converted(a)
+    assert len(calls) == 2
+    assert sorted(p.suffix for p in (tmp_path / "cache").iterdir()) == [".pt", ".pt"]
