@@ -96,10 +96,20 @@ def _run(args: list[str], env: dict, logs: Path) -> int:
         codes |= _wait([Lane(name, command(mark, args), {**env, **extra}, logs / f"{name}.log")
                         for name, mark in together.items()], t0)
         side = side or time.monotonic() - t0
+    for name in [n for n, c in codes.items() if c != 0]:
+        print(f"\nlane {name}, again:\n{summary((logs / f'{name}.log').read_text(errors='replace'))}")
     print(f"\nlanes: {', '.join(f'{n} exit {c}' for n, c in codes.items())}; side by side "
           f"{side:.0f} s, in all {time.monotonic() - t0:.0f} s", flush=True)
     # 5 (no test collected) fails too: a lane that selects nothing is a mistake in this file
     return next((c for c in codes.values() if c != 0), 0)
+
+
+def summary(log: str) -> str:
+    """A failed lane's short summary (pytest's `-ra`: each failure with its message) from its
+    log, to print again at the very end: CI reports the output's head and tail, and a long
+    lane's failures were cut from its middle."""
+    at = log.rfind("short test summary info")
+    return log[log.rfind("\n", 0, at) + 1:].rstrip() if at >= 0 else log[-3000:].rstrip()
 
 
 def _wait(running: list[Lane], t0: float) -> dict[str, int]:

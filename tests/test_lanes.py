@@ -41,3 +41,13 @@ def test_every_path_the_markers_name_exists():
 
     for where in conftest.BY_PATH:
         assert (ROOT / "tests" / where).exists(), where
+
+
+def test_a_failed_lanes_summary_is_its_short_test_summary():
+    log = ("tests/a.py F.\n=== FAILURES ===\n_ test_x _\nE   assert 1 == 2\n"
+           "=========================== short test summary info ============================\n"
+           "FAILED tests/a.py::test_x - assert 1 == 2\n=== 1 failed, 1 passed in 2.00s ===\n")
+    got = lanes.summary(log)
+    assert got.startswith("=====") and "FAILED tests/a.py::test_x - assert 1 == 2" in got
+    assert "E   assert" not in got
+    assert lanes.summary("collection crashed\n" * 400).endswith("collection crashed")

@@ -95,6 +95,7 @@ def test_a_downloaded_notebook_runs_in_a_venv_made_from_its_install_lines(live, 
     if kind == "book model":  # downloaded next to the notebook, as its first cell says
         assert sorted(p.name for p in (folder / "book_weights").iterdir()) == \
             sorted(notebook.BOOK_WEIGHT_FILES)
+    shutil.rmtree(venv)  # about 1 GB with torch: four at once crowd a CI machine's disk
 
 
 def _install(cmd: list[str], where: Path) -> None:
