@@ -108,8 +108,8 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 
 
 def test_every_script_a_page_loads_is_content_hashed_and_kept_a_year(site_client, built_site):
-    """Every script a built page loads, and plotly.js, which the runtime loads itself, sits under
-    a name that carries a hash of its content (Material's bundles, and the folders
+    """Every script a built page loads, and plotly.js and KaTeX, which the runtime loads itself,
+    sit under a name that carries a hash of its content (Material's bundles, and the folders
     widgets/build/assets.py writes), served immutable by Flask and nginx alike: a deploy that
     changes a module changes its URL, so no page runs one deploy's modules beside another's.
     The pages themselves revalidate."""
@@ -124,9 +124,10 @@ def test_every_script_a_page_loads_is_content_hashed_and_kept_a_year(site_client
     assert len(runtimes) == 1, runtimes  # one runtime: every page names the same folder
     (runtime,) = runtimes
     vendor = site_client.get(runtime + "/vendor.js").get_data(as_text=True)
-    plotly = posixpath.normpath(posixpath.join(runtime, re.search(r'"([^"]+)"', vendor).group(1)))
-    scripts[plotly] = "vendor.js"
+    for path in re.findall(r'"([^"]+)"', vendor):  # plotly.js, and KaTeX for notebooks' math
+        scripts[posixpath.normpath(posixpath.join(runtime, path))] = "vendor.js"
     assert any("/assets/vendor/katex-" in uri for uri in scripts)
+    assert any("/assets/vendor/plotly-" in uri for uri in scripts)
     for uri in sorted(scripts):
         assert uri.startswith("/assets/"), uri  # nothing from outside the book
         response = site_client.get(uri)

@@ -296,3 +296,35 @@ def test_a_notebook_figure_the_build_cannot_read_stops_it_with_a_reason(script):
 
     with pytest.raises(PluginError, match="cannot read"):
         plotly_call(script)
+
+
+def test_the_chapters_math_is_set_and_no_page_loads_katex_up_front(built_site):
+    """widgets/build/typeset.py: every formula of every page is KaTeX's markup, no TeX left for
+    the browser, and no page but the print edition names KaTeX's script (a notebook's page
+    fetches it through the runtime, test_typeset_browser.py)."""
+    formulas = 0
+    for page in built_site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        if page.relative_to(built_site).as_posix() != "print/index.html":
+            assert not re.search(r"<script[^>]*src=\"[^\"]*katex", html), page
+        for m in re.finditer(r'<(span|div) class="arithmatex">(.{0,40})', html):
+            formulas += 1
+            assert m.group(2).startswith('<span class="katex'), (page, m.group(0))
+    assert formulas > 3000
+
+
+@pytest.mark.parametrize("tex", [r"\frac{1}{", r"\notacommand x"])
+def test_a_formula_katex_cannot_set_stops_the_build_naming_it(tex):
+    from types import SimpleNamespace
+
+    from mkdocs.exceptions import PluginError
+
+    from widgets.build import assets, typeset
+
+    assets.BUILT.setdefault("katex", assets.bundles()["katex"])
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="chapters/x.md"))
+    ok = typeset.on_post_page(r'<p><span class="arithmatex">\(a &lt; b\)</span></p>', page, None)
+    assert 'class="katex"' in ok and "a &lt; b" not in ok.split("<annotation")[0] and \
+        "<annotation encoding=\"application/x-tex\">a &lt; b</annotation>" in ok
+    with pytest.raises(PluginError, match=r"chapters/x\.md: KaTeX cannot set"):
+        typeset.on_post_page(f'<span class="arithmatex">\\({tex}\\)</span>', page, None)

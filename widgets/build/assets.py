@@ -11,9 +11,9 @@ after a hash of its content:
 One hash per folder, of every file's name and bytes: a change to any file renames the whole
 folder. The runtime's modules import each other by relative path, so inside the folder nothing
 is rewritten, and a page (HTML is revalidated on every load) names one deploy's folders only: a
-deploy never mixes old and new modules. The runtime finds plotly.js through `vendor.js`, which
-this module writes with plotly's hashed folder before hashing the runtime's (a new plotly.js
-renames the runtime too). Files under a hashed folder are kept a year, immutable
+deploy never mixes old and new modules. The runtime finds plotly.js and KaTeX through
+`vendor.js`, which this module writes with their hashed folders before hashing the runtime's (a
+new plotly.js or KaTeX renames the runtime too). Files under a hashed folder are kept a year, immutable
 (`backend/app/site.py` `cache_control`, and nginx's copy of it in deploy/nginx/default.conf).
 
 `mkdocs.yml` names these files by their unhashed paths (`assets/book/runtime/main.js`):
@@ -67,12 +67,17 @@ def _read(sources: dict[str, Path]) -> dict[str, bytes]:
     return {name: src.read_bytes() for name, src in sources.items()}
 
 
-def vendor_module(runtime_base: str, plotly: Bundle) -> bytes:
-    """`vendor.js` as the built runtime imports it: plotly.js's hashed path, relative to the
-    runtime's folder (both folders sit at the same depth, so its hash does not change it)."""
-    path = posixpath.relpath(plotly.url("plotly.min.js"), runtime_base)
+def vendor_module(runtime_base: str, plotly: Bundle, katex: Bundle) -> bytes:
+    """`vendor.js` as the built runtime imports it: plotly.js's and KaTeX's hashed paths,
+    relative to the runtime's folder (the folders sit at the same depth, so its hash does not
+    change them)."""
+    def rel(b: Bundle, name: str) -> str:
+        return posixpath.relpath(b.url(name), runtime_base)
+
     return (f"/* Written by the build (widgets/build/assets.py): where the vendored scripts are. */\n"
-            f"export const PLOTLY = \"{path}\";\n").encode()
+            f"export const PLOTLY = \"{rel(plotly, 'plotly.min.js')}\";\n"
+            f"export const KATEX = \"{rel(katex, 'katex.min.js')}\";\n"
+            f"export const KATEX_AUTO = \"{rel(katex, 'contrib/auto-render.min.js')}\";\n").encode()
 
 
 def bundles(runtime: Path = RUNTIME) -> dict[str, Bundle]:
@@ -89,11 +94,12 @@ def bundles(runtime: Path = RUNTIME) -> dict[str, Bundle]:
                             for font in sorted((katex / "fonts").glob("*.woff2"))}})
     runtime_files = _read({module.name: module for module in sorted(runtime.glob("*.js"))} |
                           {"runtime.css": runtime / "runtime.css"})
-    runtime_files[VENDOR_MODULE] = vendor_module("assets/book/runtime", plotly)
+    katex_bundle = bundle("assets/vendor/katex", katex_files)
+    runtime_files[VENDOR_MODULE] = vendor_module("assets/book/runtime", plotly, katex_bundle)
     printed = _read({"print.js": ROOT / "widgets/print/print.js",
                      "print.css": ROOT / "widgets/print/print.css"})
     return {"plotly": plotly,
-            "katex": bundle("assets/vendor/katex", katex_files),
+            "katex": katex_bundle,
             "runtime": bundle("assets/book/runtime", runtime_files),
             "print": bundle("assets/book/print", printed)}
 

@@ -13,6 +13,7 @@ once, as a package module, and runs their events in this order:
 - `figures`: diagram fences, figure numbers, the appendices gathered from the chapters;
 - `assets`: the vendored libraries, the runtime and the print edition's files, under
   content-hashed folder names;
+- `typeset`: the chapters' math set by KaTeX at build time (the pages load no KaTeX script);
 - `print_edition`: `/print/`, the whole book on one page (before the widget blocks gzip it);
 - `questions`: the chapters' checked questions, read and computed; each page's head lists them;
 - `widget_blocks`: widget fences, every `{{ macro(...) }}` of a page, then the site gzipped.
@@ -36,11 +37,12 @@ from widgets.build import (  # noqa: E402
     questions,
     references,
     site_url,
+    typeset,
     widget_blocks,
 )
 
-MODULES = (site_url, edition, references, glossary, figures, assets, print_edition, questions,
-           widget_blocks)
+MODULES = (site_url, edition, references, glossary, figures, assets, typeset, print_edition,
+           questions, widget_blocks)
 
 
 def _handlers(event: str) -> list:

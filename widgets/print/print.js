@@ -51,14 +51,13 @@
     return Promise.all(jobs);
   }
 
+  /* The chapters' math is set at build time (widgets/build/typeset.py); the exercises'
+   * markdown keeps its TeX. */
   function typesetMath() {
-    var chapter = [{ left: "\\(", right: "\\)", display: false },
-                   { left: "\\[", right: "\\]", display: true }];
     var notebook = [{ left: "$$", right: "$$", display: true },
-                    { left: "$", right: "$", display: false }].concat(chapter);
-    document.querySelectorAll(".arithmatex").forEach(function (node) {
-      window.renderMathInElement(node, { delimiters: chapter, throwOnError: false });
-    });
+                    { left: "$", right: "$", display: false },
+                    { left: "\\(", right: "\\)", display: false },
+                    { left: "\\[", right: "\\]", display: true }];
     document.querySelectorAll(".jp-RenderedMarkdown").forEach(function (node) {
       window.renderMathInElement(node, { delimiters: notebook, throwOnError: false });
     });

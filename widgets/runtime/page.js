@@ -7,6 +7,7 @@ import { liveSpecs } from "./live-spec.js";
 import { keepPlotlyStyles, whenPlotly } from "./plotly.js";
 import { PRINT_PX } from "./render.js";
 import { NARROW_PX, forgetPageBg, merge, themed } from "./theme.js";
+import { KATEX, KATEX_AUTO } from "./vendor.js";
 import { Widget } from "./widget.js";
 
 export function mountAll() {
@@ -93,22 +94,50 @@ export function watchScheme() {
   }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
 }
 
-var CHAPTER_MATH = [{ left: "\\(", right: "\\)", display: false },
-                    { left: "\\[", right: "\\]", display: true }];
-// Executed notebooks keep their markdown cells' math in TeX's dollar notation.
+/* The chapters' math is set at build time (widgets/build/typeset.py): their pages load no KaTeX.
+ * An executed notebook's markdown keeps its TeX, in dollars or TeX's brackets; on a page that
+ * has some, KaTeX (about 80 KB compressed) is fetched once and sets it. */
 var NOTEBOOK_MATH = [{ left: "$$", right: "$$", display: true },
-                     { left: "$", right: "$", display: false }].concat(CHAPTER_MATH);
+                     { left: "$", right: "$", display: false },
+                     { left: "\\(", right: "\\)", display: false },
+                     { left: "\\[", right: "\\]", display: true }];
+var HAS_MATH = /\$|\\\(|\\\[/;
+
+function loadScript(path) {
+  return new Promise(function (resolve, reject) {
+    var s = document.createElement("script");
+    s.src = new URL(path, import.meta.url).href;
+    s.onload = resolve;
+    s.onerror = function () { s.remove(); reject(new Error(path + " did not load")); };
+    document.head.appendChild(s);
+  });
+}
+
+var katexPromise = null;
+function whenKatex() {
+  if (window.renderMathInElement) return Promise.resolve();
+  if (!katexPromise) {
+    katexPromise = loadScript(KATEX).then(function () { return loadScript(KATEX_AUTO); })
+      .catch(function (err) { katexPromise = null; throw err; });
+  }
+  return katexPromise;
+}
 
 export function renderMath() {
-  if (!window.renderMathInElement) return;
-  [[".arithmatex", CHAPTER_MATH], [".jp-RenderedMarkdown", NOTEBOOK_MATH]].forEach(
-    function (pair) {
-      document.querySelectorAll(pair[0]).forEach(function (node) {
-        if (node.dataset.rendered) return;
-        node.dataset.rendered = "1";
-        window.renderMathInElement(node, { delimiters: pair[1], throwOnError: false });
-      });
+  var nodes = Array.prototype.filter.call(
+    document.querySelectorAll(".jp-RenderedMarkdown:not([data-rendered])"), function (node) {
+      node.dataset.rendered = "1";
+      return HAS_MATH.test(node.textContent);
     });
+  if (!nodes.length) return;
+  whenKatex().then(function () {
+    nodes.forEach(function (node) {
+      window.renderMathInElement(node, { delimiters: NOTEBOOK_MATH, throwOnError: false });
+    });
+  }, function (err) {  // the TeX stays as text; let it be tried again on the next page
+    nodes.forEach(function (node) { delete node.dataset.rendered; });
+    console.warn(err);
+  });
 }
 
 /* SVG figures made for it (class tw-themed-svg, e.g. the loss curve) are inlined, so the
