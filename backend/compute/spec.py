@@ -50,6 +50,8 @@ class Param:
             raise TypeError(f"text param {self.name!r} needs max_length")
         # The default must itself be valid, so a spec can never contradict itself.
         self.validate(self.default)
+        if self.type in {"int", "float"} and not self.min <= self.default <= self.max:
+            raise TypeError(f"default of {self.name!r} is outside {self.describe_range()}")
 
     def describe_range(self) -> str:
         if self.type in {"int", "float"}:
@@ -83,11 +85,14 @@ class Param:
             if not math.isfinite(value):
                 raise ParamError(f"{where} must be a finite number", self.name)
         if self.type in {"int", "float"}:
-            # A param only Limits bound (no Depends) leaves a value under its min to
-            # validate_with, which words it with the limit's top ('key position n' refused -1 as
-            # "from 0 to 131,071" while 64 read "from 0 to 63 at sequence length = 64").
-            low = self.min if not (self.limits and not self.depends) else -math.inf
-            if not (low <= value <= (self.max if top else math.inf)):
+            # A param only Limits bound (no Depends) leaves its whole range to validate_with,
+            # which words it by whichever binds, the limit's top or the param's own max ('key
+            # position n' refused -1 and 200,000 as "from 0 to 131,071" at sequence length 64,
+            # where 64 read "from 0 to 63 at sequence length = 64").
+            only_limits = bool(self.limits and not self.depends)
+            low = -math.inf if only_limits else self.min
+            high = math.inf if only_limits or not top else self.max
+            if not (low <= value <= high):
                 raise ParamError(
                     f"{where} must be from {self.describe_range()}, got {_fmt(value)}",
                     self.name,

@@ -48,6 +48,10 @@ def test_order_blind_without_positions(client):
     ("positions_rope", {"m": -1}, "'query position m' must be from 0 to 63 at sequence length = 64"),
     ("positions_rope", {"n": -1, "max_position": 131072}, "'key position n' must be from 0 to "
                                                           "131,071, got -1"),
+    # and above the slider's own top: the sequence binds first (it read "from 0 to 131,071")
+    ("positions_rope", {"n": 200000}, "'key position n' must be from 0 to 63 at sequence length = 64"),
+    ("positions_rope", {"m": 131072, "max_position": 131072},  # both at once: the plain range
+     "'query position m' must be from 0 to 131,071, got 131072"),
     ("positions_order", {"strength": 3}, "position signal strength"),
 ])
 def test_bad_input_is_a_400_that_names_the_control(client, widget, params, words):

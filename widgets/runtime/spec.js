@@ -212,10 +212,10 @@ export function check(p, v, params, labels) {
   }
   var eff = effective(p, params, labels);
   var why = eff.why.length ? " " + eff.why.join(" and ") : "";
-  // a param only limits bound (no depends) leaves a value under its min to the check below,
-  // in the limit's words, as spec.Param.validate does
-  var low = (p.limits || []).length && !(p.depends || []).length ? -Infinity : p.min;
-  if (isNum(p) && !(v >= low && v <= p.max)) {
+  // a param only limits bound (no depends) leaves its whole range to the check below, worded
+  // by whichever binds, the limit's top or its own max, as spec.Param.validate does
+  var onlyLimits = (p.limits || []).length && !(p.depends || []).length;
+  if (isNum(p) && !onlyLimits && !(v >= p.min && v <= p.max)) {
     return where + " must be from " + bound(p.min) + " to " + bound(p.max) + ", got " + v;
   }
   // an integer's step grid, as spec.Param.validate words it
