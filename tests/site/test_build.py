@@ -169,12 +169,19 @@ def test_notebook_figures_are_handed_to_the_runtime(built_site):
     assert re.search(r'<a href="01-variance\.ipynb" download>', html)
 
 
+MATERIAL_TAB_ANCHOR = ('var target=document.getElementById(location.hash.slice(1));target&&'
+                       'target.name&&(target.checked=target.name.startsWith("__tabbed_"))')
+
+
 def test_what_instant_navigation_runs_again_is_code(built_site):
     """Material's instant navigation swaps a page's content in, then runs every `<script>` of it
     again as a plain script, its type dropped, and waits for each src to load. So the content's
     data blocks (widgets' configs, notebooks' figures) sit in templates, which it leaves alone;
     what it does run is JavaScript, allowed by the one policy every page has (security.py); and
-    no script has an empty src (nbconvert's MathJax loader), whose load never comes."""
+    no script has an empty src (nbconvert's MathJax loader), whose load never comes. The one
+    inline script left in any page's content is Material's tab anchor: mkdocs-jupyter's three
+    (the copy button, its notice, a Mermaid loader importing from cdnjs) are dropped by the build
+    and the runtime defines the copy button."""
     from bs4 import BeautifulSoup
 
     from backend.app.security import JS_TYPES, inline_script_hashes, site_script_hashes
@@ -195,6 +202,7 @@ def test_what_instant_navigation_runs_again_is_code(built_site):
                 assert script["src"].strip(), where
             else:
                 assert inline_script_hashes(str(script)) <= allowed, where
+                assert script.string.strip() == MATERIAL_TAB_ANCHOR, (where, script.string[:120])
             checked += 1
     assert checked > 40  # Material's own anchor script on every page at least
 

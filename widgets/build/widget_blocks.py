@@ -334,11 +334,32 @@ def notebook_figure(match: re.Match) -> str:
     text = json.dumps(fig, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     return data_block("tw-notebook-figure", text, f' data-div="{html.escape(div_id)}"')
 
+# mkdocs-jupyter's inline scripts in each notebook page: the copy button's element, its
+# "Copied!" notice, and a Mermaid loader that imports mermaid from cdnjs where a cell has a
+# diagram. Dropped: the runtime defines the copy button (widgets/runtime/clipboard.js), no
+# notebook of the book draws Mermaid, and nothing loads from a CDN. A script of mkdocs-jupyter's
+# this list does not know stops the build (test_build.py holds every page to its own scripts).
+NOTEBOOK_SCRIPTS = {"the copy button's element": "global.ClipboardCopyElement = factory()",
+                    "its notice": "document.addEventListener('clipboard-copy'",
+                    "the Mermaid loader": 'document.querySelectorAll(".jp-Mermaid > pre.mermaid")'}
+INLINE_SCRIPT = re.compile(r"<script(?: type=\"module\")?>(.*?)</script>\s*", re.S)
+
+
+def drop_notebook_scripts(output: str, where: str) -> str:
+    if re.search(r'class="[^"]*\bjp-Mermaid\b', output):
+        raise PluginError(f"{where}: a Mermaid diagram in a notebook (the book ships no Mermaid)")
+
+    def one(m: re.Match) -> str:
+        return "" if any(mark in m.group(1) for mark in NOTEBOOK_SCRIPTS.values()) else m.group(0)
+
+    return INLINE_SCRIPT.sub(one, output)
+
 
 def on_page_content(output: str, page, config, files) -> str:
     if page.file.src_uri.endswith(".ipynb"):
         output = NOTEBOOK_PLOT.sub(notebook_figure, output)
         output = NOTEBOOK_MATHJAX.sub("", output)
+        output = drop_notebook_scripts(output, page.file.src_uri)
     return output
 
 

@@ -34,10 +34,11 @@
  * waiting). The page's: theme.js, plotly.js, dom.js; controls.js; api.js (the result's request);
  * live-spec.js (the server's spec); render.js (Figure: the plot; the values and table);
  * actions.js (Actions: the head's buttons); widget.js (Widget, made of those); page.js
- * (mounting, page plumbing). The checked questions: questions.js (pure: reading and checking
+ * (mounting, page plumbing); clipboard.js (a notebook cell's copy button). The checked questions: questions.js (pure: reading and checking
  * an answer, the progress kept) and quiz.js (the answer boxes, the progress shown).
  */
 
+import { defineClipboardCopy } from "./clipboard.js";
 import { formatValue } from "./format.js";
 import { mountAll, onPage } from "./page.js";
 import { whenPlotly } from "./plotly.js";
@@ -51,6 +52,7 @@ function onEveryPage() {
   onQuizPage();  // the page's checked questions (quiz.js), independent of its widgets
 }
 
+defineClipboardCopy();  // a notebook's copy buttons (clipboard.js)
 if (window.document$ && window.document$.subscribe) {
   window.document$.subscribe(onEveryPage);
 } else if (document.readyState === "loading") {
