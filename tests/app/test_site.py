@@ -154,6 +154,9 @@ def test_the_sitemap_names_the_address_the_reader_asked_for(site_client, built_s
     assert "<loc>http://127.0.0.1:8123/chapters/scaling/</loc>" in text
     page = site_client.get("/chapters/scaling/").get_data(as_text=True)
     assert 'rel="canonical"' not in page and "book.invalid" not in page
+    # MkDocs's gzipped copy held the placeholder, served as it was: no file has it now
+    assert not (built_site / "sitemap.xml.gz").exists()
+    assert site_client.get("/sitemap.xml.gz").status_code == 404
 
 
 def test_behind_a_trusted_proxy_the_sitemap_names_the_proxys_address(built_site):

@@ -8,10 +8,13 @@ under a placeholder origin (`PLACEHOLDER`) and the book's own server rewrites it
 to the address the reader asked for (backend/app/site.py; nginx's `sub_filter`,
 deploy/nginx/default.conf). Material takes the scheme and host of sitemap entries from the page
 but their port and path as written, which is why the rewrite is needed at all. Pages carry no
-canonical link to the placeholder.
+canonical link to the placeholder, and MkDocs's `sitemap.xml.gz` (which no server rewrites) is
+removed when it holds the placeholder.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from backend import settings
 from backend.app.site import SITEMAP_PLACEHOLDER
@@ -26,3 +29,8 @@ def on_post_page(output: str, page, config) -> str:
     if config["site_url"] == SITEMAP_PLACEHOLDER and page.canonical_url:
         output = output.replace(f'<link rel="canonical" href="{page.canonical_url}">', "", 1)
     return output
+
+
+def on_post_build(config) -> None:
+    if config["site_url"] == SITEMAP_PLACEHOLDER:
+        (Path(config["site_dir"]) / "sitemap.xml.gz").unlink(missing_ok=True)

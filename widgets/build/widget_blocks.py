@@ -383,6 +383,8 @@ def on_post_build(config) -> None:
                                    separators=(",", ":"), sort_keys=True), encoding="utf-8")
     saved = 0
     for path in site.rglob("*"):
+        if path.relative_to(site).as_posix() == "sitemap.xml":
+            continue  # served rewritten per request (site_url.py), never as the file is
         if path.suffix in COMPRESSIBLE and path.is_file() and path.stat().st_size > 1024:
             raw = path.read_bytes()
             packed = gzip.compress(raw, compresslevel=9, mtime=0)
