@@ -131,6 +131,14 @@ def test_the_version_follows_what_counts_as_right_not_the_wording(tmp_path):
     assert version(GOOD.replace("How many?", "How many, now?"), 14) == base
     assert version(GOOD, 15) != base
     assert version(GOOD.replace("tolerance: integer", "tolerance: {abs: 1}"), 14) != base
+    # a model's loss on another thread count (attention-maps.3: its 7th figure) keeps the
+    # version; a change of a tenth of the tolerance does not
+    rel = GOOD.replace("tolerance: integer", "tolerance: {rel: 0.01}")
+    assert version(rel, 8.06092075964) == version(rel, 8.06092268151)
+    assert version(rel, 8.06092075964) != version(rel, 8.06092075964 * 1.001)
+    near = GOOD.replace("tolerance: integer", "tolerance: {abs: 0.5}")
+    assert version(near, 3.1400000001) == version(near, 3.14)
+    assert version(near, 3.14) != version(near, 3.19)
 
 
 def test_an_exam_edition_carries_no_answer(tmp_path):
