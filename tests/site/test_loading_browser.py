@@ -179,18 +179,27 @@ def test_no_plotly_toolbar_is_drawn_on_a_touch_screen(browser, server):
         assert page.locator(f"{W} .modebar, {W} .modebar-btn").count() == 0
 
 
+# the scaling figure's drawn size, and A4's text column at a browser's 10 mm margins (CSS px)
+SIZE = f"""() => {{ const s = document.querySelector('{W} .tw-plot .main-svg');
+    return [+s.getAttribute('width'), +s.getAttribute('height')]; }}"""
+A4_COLUMN = (210 - 20) / 25.4 * 96
+
+
+def _scaling_on_a_desktop(page, server) -> list:
+    """Open the scaling chapter, wait until its figure is drawn and idle; its size."""
+    page.goto(server + SCALING)
+    page.wait_for_selector(f"{W} .tw-plot .main-svg", timeout=20_000)
+    page.wait_for_function(f"!document.querySelector('{W}').classList.contains('tw-busy')")
+    return page.evaluate(SIZE)
+
+
 def test_a_figure_is_drawn_again_at_the_papers_width_for_print(browser, server):
     """beforeprint draws a figure wider than the paper's column at the column's width (its
     text kept at its size), afterprint at the screen's again: print fits in every browser,
     not only where the print stylesheet's typed attr() works."""
-    size = f"""() => {{ const s = document.querySelector('{W} .tw-plot .main-svg');
-        return [+s.getAttribute('width'), +s.getAttribute('height')]; }}"""
+    size, column = SIZE, A4_COLUMN
     with new_page(browser, viewport={"width": 1200, "height": 900}) as page:
-        page.goto(server + SCALING)
-        page.wait_for_selector(f"{W} .tw-plot .main-svg", timeout=20_000)
-        page.wait_for_function(f"!document.querySelector('{W}').classList.contains('tw-busy')")
-        screen = page.evaluate(size)
-        column = (210 - 20) / 25.4 * 96  # A4's text column at a browser's 10 mm margins, CSS px
+        screen = _scaling_on_a_desktop(page, server)
         assert screen[0] > column, screen  # drawn wider than the paper: the case in point
         page.evaluate("dispatchEvent(new Event('beforeprint'))")
         printed = page.evaluate(size)
@@ -204,17 +213,12 @@ def test_the_browsers_own_print_draws_the_figure_at_the_papers_width(browser, se
     """Chromium's own print (Playwright's page.pdf, like Ctrl+P, fires beforeprint and
     afterprint): the figure is drawn at the paper's width when the page is laid out for print
     (a listener added after the runtime's reads it then), and at the screen's after."""
-    size = f"""() => {{ const s = document.querySelector('{W} .tw-plot .main-svg');
-        return [+s.getAttribute('width'), +s.getAttribute('height')]; }}"""
+    size, column = SIZE, A4_COLUMN
     with new_page(browser, viewport={"width": 1200, "height": 900}) as page:
-        page.goto(server + SCALING)
-        page.wait_for_selector(f"{W} .tw-plot .main-svg", timeout=20_000)
-        page.wait_for_function(f"!document.querySelector('{W}').classList.contains('tw-busy')")
-        screen = page.evaluate(size)
+        screen = _scaling_on_a_desktop(page, server)
         page.evaluate(f"""() => addEventListener('beforeprint',
                                                  () => {{ window.twPrinted = ({size})(); }})""")
         page.pdf(format="A4", margin={k: "10mm" for k in ("top", "right", "bottom", "left")})
         printed = page.evaluate("window.twPrinted")
-        column = (210 - 20) / 25.4 * 96
         assert screen[0] > column and printed[0] <= column - 30, (screen, printed)
         assert page.evaluate(size) == screen
