@@ -252,6 +252,33 @@ def _notice(params: dict, v: dict) -> str:
     return " ".join(notes)
 
 
+def short_tick(t: float) -> str:
+    """A tick label as plotly.js writes its own log ticks: 200, 500, 1k, 20k, 1M. Written in
+    full, "1,000" widened the axis's margin on a phone until the panel's x labels touched."""
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if t >= size:
+            return f"{t / size:g}{suffix}"
+    return f"{t:g}"
+
+
+def one_two_five(values: list[float]) -> dict:
+    """A log axis's ticks over `values` at 1, 2 and 5 per decade (at powers of ten only over
+    wider spans): plotly.js labels a log axis spanning about one decade at its single power of
+    ten only (tokens/s in all from 119 to 1,540 read "100" and nothing else). Under a factor of 5
+    there are too few such ticks: the axis is then linear, with plotly.js's own ticks."""
+    values = [x for x in values if x > 0]
+    if not values:
+        return {"type": "log"}
+    lo, hi = min(values), max(values)
+    if hi < 5 * lo:
+        return {"type": "linear"}
+    per_decade = (1, 2, 5) if hi < 100 * lo else (1,)  # over 2 decades: 10 to the k (no crowd)
+    ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+             for m in per_decade]
+    ticks = [t for t in ticks if lo / 1.25 <= t <= hi * 1.25]  # plotly pads its range a little
+    return {"type": "log", "tickvals": ticks, "ticktext": [short_tick(t) for t in ticks]}
+
+
 def _figure(params: dict, v: dict) -> dict:
     bw_tb, peak, ridge = v["bandwidth_gbs"] / 1000, v["peak_tflops"], v["ridge"]
     roof_x = [X_LO, ridge, X_HI]
@@ -298,8 +325,9 @@ def _figure(params: dict, v: dict) -> dict:
         yaxis={"type": "log", "title": {"text": "TFLOP/s, at most"}, "automargin": True},
         xaxis2={"type": "log", "domain": [0.58, 1], "anchor": "y2",
                 "title": {"text": "tokens/s per user"}},
-        yaxis2={"type": "log", "anchor": "x2", "title": {"text": "tokens/s in all"},
-                "automargin": True},
+        yaxis2={**one_two_five([c[2] for c in curve] + ([v["tok_s_total"]] if v["batch_fits"] else [])),
+                "anchor": "x2",
+                "title": {"text": "tokens/s in all"}, "automargin": True},
         margin={"l": 60, "r": 10, "t": 60, "b": 50},
         legend={"orientation": "h", "y": -0.25},
     )

@@ -104,3 +104,21 @@ def test_the_card_menu_shows_card_names(client):
         "16": "T4 16 GB", "40": "A100 40 GB", "48": "L40S 48 GB", "80": "A100 80 GB",
         "80-h100": "H100 80 GB", "141": "H200 141 GB", "192": "MI300X 192 GB"}
     assert "80-h100" not in p["help"] and "H200 141 GB: 4800 GB/s" in p["help"]
+
+
+def test_tokens_per_second_in_all_has_ticks_to_read_values_off(client):
+    """The right-hand panel's y axis (issue 33): a log axis over about one decade had one label,
+    "100", for values from 119 to 1,540. Now at least three labelled ticks fall on the values'
+    span, at 1-2-5 steps labelled as plotly.js labels its own (200, 1k: "1,000" in full widened
+    the phone's margin until the x labels touched), or the axis is linear."""
+    for setting in ({}, {"batch": 16}, {"context_len": 1024}, {"context_len": 65536}):
+        fig = post(client, **setting)["figure"]
+        y = [yy for t in fig["data"] if t.get("yaxis") == "y2" for yy in t["y"]]
+        axis = fig["layout"]["yaxis2"]
+        if axis["type"] == "linear":
+            continue
+        lo, hi = min(y), max(y)
+        on_span = [t for t in axis["tickvals"] if lo / 1.25 <= t <= hi * 1.25]
+        assert len(on_span) >= 3, (setting, lo, hi, axis["tickvals"])
+        assert [float(x.replace("k", "e3").replace("M", "e6")) for x in axis["ticktext"]] == \
+            axis["tickvals"] and all(len(x) <= 4 for x in axis["ticktext"])
