@@ -13,8 +13,9 @@ folder. The runtime's modules import each other by relative path, so inside the 
 is rewritten, and a page (HTML is revalidated on every load) names one deploy's folders only: a
 deploy never mixes old and new modules. The runtime finds plotly.js and KaTeX through
 `vendor.js`, which this module writes with their hashed folders before hashing the runtime's (a
-new plotly.js or KaTeX renames the runtime too). Files under a hashed folder are kept a year, immutable
-(`backend/app/site.py` `cache_control`, and nginx's copy of it in deploy/nginx/default.conf).
+new plotly.js or KaTeX renames the runtime too). Files under a hashed folder are kept a year,
+immutable (`backend/app/site.py` `cache_control`, and nginx's copy of it in
+deploy/nginx/default.conf).
 
 `mkdocs.yml` names these files by their unhashed paths (`assets/book/runtime/main.js`):
 `on_config` rewrites `extra_javascript` and `extra_css` to the hashed ones, and hands the theme

@@ -34,8 +34,9 @@
  * waiting). The page's: theme.js, plotly.js, dom.js; controls.js; api.js (the result's request);
  * live-spec.js (the server's spec); render.js (Figure: the plot; the values and table);
  * actions.js (Actions: the head's buttons); widget.js (Widget, made of those); page.js
- * (mounting, page plumbing); clipboard.js (a notebook cell's copy button). The checked questions: questions.js (pure: reading and checking
- * an answer, the progress kept) and quiz.js (the answer boxes, the progress shown).
+ * (mounting, page plumbing); clipboard.js (a notebook cell's copy button). The checked
+ * questions: questions.js (pure: reading and checking an answer, the progress kept) and quiz.js
+ * (the answer boxes, the progress shown).
  */
 
 import { defineClipboardCopy } from "./clipboard.js";
