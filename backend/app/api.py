@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import sys
 import time
 
 import torch
@@ -240,12 +241,27 @@ def _reject_constant(token: str):
     raise ValueError(f"{token} is not a number JSON allows")
 
 
+class _LongNumber(Exception):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    # Python refuses to read an integer of more digits than this, in words about its own
+    # internals ("use sys.set_int_max_str_digits()"): the reader gets the API's words instead.
+    if len(text.lstrip("+-")) > sys.get_int_max_str_digits():
+        raise _LongNumber(f"a number in the request has {len(text.lstrip('+-')):,} digits; the "
+                          f"API reads numbers of at most {sys.get_int_max_str_digits():,}")
+    return int(text)
+
+
 def _json_body():
     raw = request.get_data(cache=False)  # MAX_CONTENT_LENGTH has already capped its size
     if not raw:  # no body at all: every default (the document marks the body optional)
         return {}
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        return json.loads(raw, parse_constant=_reject_constant, parse_int=_parse_int)
+    except _LongNumber as exc:
+        raise ParamError(str(exc)) from None
     except (ValueError, RecursionError) as exc:
         # UnicodeDecodeError and JSONDecodeError are both ValueErrors.
         raise ParamError(f"the request body is not valid JSON: {exc}") from None

@@ -5,6 +5,7 @@ exactly as that route resolves it (the same 400 naming the parameter)."""
 from __future__ import annotations
 
 import re
+import sys
 
 from backend.compute.spec import ParamError, WidgetSpec
 
@@ -25,16 +26,20 @@ def params_from_query(spec: WidgetSpec, args) -> dict:
         except KeyError:
             body[key] = raw  # resolve() names it as unknown, with the known ones
             continue
-        body[key] = _typed(p.type, raw)
+        body[key] = _typed(p.type, raw, key)
     return spec.resolve(body)
 
 
-def _typed(kind: str, raw: str):
+def _typed(kind: str, raw: str, key: str = "value"):
     """A query value as the JSON value a page would send; what does not parse stays a string,
     so the spec's own message says what was expected."""
     text = raw.strip()
     if kind in {"int", "float"}:
         if _INT.fullmatch(text):
+            digits, most = len(text.lstrip("+-")), sys.get_int_max_str_digits()
+            if digits > most:  # int() would raise about Python's internals: a 500, once
+                raise ParamError(f"{key!r} has {digits:,} digits; the API reads numbers of at "
+                                 f"most {most:,}", key)
             return int(text)
         try:
             return float(text)

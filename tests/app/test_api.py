@@ -210,3 +210,18 @@ def test_non_finite_numbers_are_sent_as_null_never_as_bare_infinity(client, monk
     assert "Infinity" not in text and "NaN" not in text
     body = json.loads(text)
     assert body["values"]["var_unscaled"] is None and body["values"]["var_scaled"] is None
+
+
+def test_a_number_past_pythons_digit_limit_is_a_400_in_the_apis_words(client):
+    """Review L20: a 5,000-digit integer was refused in Python's words ("use
+    sys.set_int_max_str_digits()") in a POST, and was a 500 in a GET's query."""
+    huge = "1" * 5000
+    answers = [client.post("/api/widgets/attention_scaling", data=f'{{"d_k": {huge}}}',
+                           content_type="application/json"),
+               client.get(f"/api/widgets/attention_scaling/result?d_k={huge}"),
+               client.get(f"/api/widgets/attention_scaling/notebook?d_k=-{huge}")]
+    for r in answers:
+        assert r.status_code == 400, r.status_code
+        error = r.get_json()["error"]
+        assert "5,000 digits" in error and "at most 4,300" in error, error
+        assert "sys." not in error
