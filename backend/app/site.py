@@ -7,6 +7,7 @@ accepts gzip gets those bytes, which matters for readers on slow phone connectio
 from __future__ import annotations
 
 import mimetypes
+import posixpath
 import re
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -78,8 +79,10 @@ def page(path: str):
     file = Path(target)
     if file.is_dir():
         if path and not path.endswith("/"):
-            # Relative links in the page only resolve with the trailing slash.
-            return "", 308, {"Location": request.root_path + "/" + path + "/"}
+            # Relative links in the page only resolve with the trailing slash. The folder as
+            # resolved, not as asked ('chapters/../chapters' was echoed back whole).
+            folder = posixpath.normpath("/" + path.lstrip("/")).lstrip("/")
+            return "", 308, {"Location": f"{request.root_path}/{folder}/".replace("//", "/")}
         file = file / "index.html"
     if not file.is_file():
         abort(404)
@@ -90,6 +93,10 @@ def page(path: str):
 
 def _send(file: Path):
     gz = file.with_name(file.name + ".gz")
+    if file.suffix == ".gz":  # a gzip file asked for by its name: that file, as gzip bytes (as
+        # text/html with no Content-Encoding, /index.html.gz read as garbage in a browser)
+        return send_file(file, mimetype="application/gzip", max_age=CACHE_SECONDS,
+                         conditional=True)
     mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
     if gz.is_file() and "gzip" in request.headers.get("Accept-Encoding", ""):
         resp = send_file(gz, mimetype=mime, max_age=CACHE_SECONDS, conditional=True,

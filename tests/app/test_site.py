@@ -164,3 +164,19 @@ def test_behind_a_trusted_proxy_the_sitemap_names_the_proxys_address(built_site)
     r = app.test_client().get("/sitemap.xml", headers={"X-Forwarded-Host": "book.example.edu",
                                                        "X-Forwarded-Proto": "https"})
     assert "<loc>https://book.example.edu/chapters/scaling/</loc>" in r.get_data(as_text=True)
+
+
+def test_a_gzip_file_asked_for_by_name_is_gzip_and_a_redirect_names_the_folder_resolved(
+        site_client):
+    """Review L16: /index.html.gz was served as text/html with gzip bytes and no
+    Content-Encoding (garbage in a browser), and the trailing-slash redirect echoed the path as
+    asked ('/chapters/../chapters' -> '/chapters/../chapters/')."""
+    r = site_client.get("/index.html.gz")
+    assert r.status_code == 200 and r.mimetype == "application/gzip"
+    assert "Content-Encoding" not in r.headers and r.data[:2] == b"\x1f\x8b"
+    for asked in ("/chapters/../chapters", "/chapters/%2e%2e/chapters", "/chapters/./scaling"):
+        r = site_client.get(asked)
+        assert r.status_code == 308 and ".." not in r.headers["Location"], asked
+        assert r.headers["Location"] in ("/chapters/", "/chapters/scaling/"), asked
+    page = site_client.get("/", headers={"Accept-Encoding": "gzip"})  # the page itself as before
+    assert page.headers["Content-Encoding"] == "gzip" and page.mimetype == "text/html"
