@@ -74,6 +74,15 @@ def summarize(records: list[Record], wall: float, settled_at: float | None = Non
     return out
 
 
+
+def _server(level: dict) -> str:
+    """The server's CPU and memory, where the benchmark measured them (a process it started);
+    a server it cannot see (containers, another host) is said to be unmeasured, not 0 %."""
+    if "server_cpu_share" not in level:
+        return "server CPU and memory not measured (the server is not a process of this benchmark's)"
+    return (f"server CPU {level['server_cpu_share']:.0%} of one core, peak RSS "
+            f"{level['server_peak_rss_mib']} MiB")
+
 def markdown(result: dict) -> str:
     lines = [f"# Load benchmark ({result['date']})", "",
              f"Server: {result['server']}. Machine: {result['cpus']} CPUs, load average before "
@@ -88,9 +97,8 @@ def markdown(result: dict) -> str:
         lines += [f"## {level['readers']} readers, {level['duration_s']} s: "
                   f"{level['throughput_rps']} requests/s, errors {level['errors_by_status'] or 'none'}",
                   "",
-                  f"Generator CPU {level['client_cpu_share']:.0%} of one core; server CPU "
-                  f"{level.get('server_cpu_share', 0):.0%} of one core, peak RSS "
-                  f"{level.get('server_peak_rss_mib', '?')} MiB; load average after "
+                  f"Generator CPU {level['client_cpu_share']:.0%} of one core; {_server(level)}; "
+                  f"load average after "
                   f"{level['load_average_after']}. Retried once on a kept-alive connection the server "
                   f"had closed: {level['retried_on_closed_keepalive']}.", "",
                   "| class | requests | per s | p50 ms | p95 ms | p99 ms | max ms | cached | "

@@ -135,3 +135,18 @@ def test_the_lecture_hall_stack_at_a_thousand_readers_is_its_record():
     # the proxy image's connection limit, as the page quotes it
     containerfile = (ROOT / "deploy/nginx/Containerfile").read_text()
     assert "worker_connections 8192;" in containerfile and "to 8,192 per nginx worker" in WORDS
+
+
+def test_each_load_record_reads_as_its_numbers_and_says_what_it_did_not_measure():
+    """Review L18: the compose record said "server CPU 0% of one core, peak RSS ? MiB" for a
+    server in containers the benchmark cannot see. Each .md is the rendering of its .json, and a
+    record without the server's figures says they were not measured."""
+    from load_report import markdown
+
+    for name in ("load", "load_post", "load_heavy", "load_compose"):
+        record = json.loads((ROOT / f"tests/benchmarks/results/{name}.json").read_text())
+        text = (ROOT / f"tests/benchmarks/results/{name}.md").read_text()
+        assert text == markdown(record) + "\n", name
+        for level in record["levels"]:
+            measured = "server_cpu_share" in level
+            assert ("peak RSS ?" not in text) and (measured or "not measured" in text), name
