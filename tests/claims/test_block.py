@@ -9,7 +9,11 @@ from backend.reference.residual import WIRINGS, activation_norms, gradient_by_la
 
 
 def run(module, **params):
-    return module.compute(module.SPEC.resolve(params))["values"]
+    """The values the chapter's macros read: the answer's, and the facts only the prose quotes
+    (as widgets/build/widget_blocks.py merges them)."""
+    params = module.SPEC.resolve(params)
+    facts = getattr(module, "facts", None)
+    return {**module.compute(params)["values"], **(facts(params) if facts else {})}
 
 
 def test_gated_has_three_halves_the_plain_count_everywhere():

@@ -18,7 +18,12 @@ def test_llama3_8b_counts_through_the_api(client):
 
 
 def test_meta_rule_and_real_figures(client):
-    v = values(client)
+    """Facts only the prose quotes (review L19: they went out with every answer, 39 values the
+    page never reads); the answer carries the slider's values alone."""
+    from backend.compute import mlp
+
+    v = mlp.facts({})
+    assert not set(v) & set(values(client))
     assert v["l2_7b_d_ff"] == v["meta_rule_l2_7b"] == 11008
     assert v["l3_8b_d_ff"] == v["meta_rule_l3_8b"] == 14336
     assert v["two_thirds_4d_4096"] == pytest.approx(10922.667, abs=1e-3)
