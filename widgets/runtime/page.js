@@ -2,7 +2,7 @@
  * navigation): widgets mounted, notebook figures drawn and themed, math rendered, themed SVGs
  * inlined, same-page links kept from instant navigation, a shared link landed on its widget. */
 
-import { dataBlocks, el } from "./dom.js";
+import { dataBlocks, el, loadScript } from "./dom.js";
 import { liveSpecs } from "./live-spec.js";
 import { keepPlotlyStyles, whenPlotly } from "./plotly.js";
 import { PRINT_PX } from "./render.js";
@@ -103,21 +103,12 @@ var NOTEBOOK_MATH = [{ left: "$$", right: "$$", display: true },
                      { left: "\\[", right: "\\]", display: true }];
 var HAS_MATH = /\$|\\\(|\\\[/;
 
-function loadScript(path) {
-  return new Promise(function (resolve, reject) {
-    var s = document.createElement("script");
-    s.src = new URL(path, import.meta.url).href;
-    s.onload = resolve;
-    s.onerror = function () { s.remove(); reject(new Error(path + " did not load")); };
-    document.head.appendChild(s);
-  });
-}
-
 var katexPromise = null;
 function whenKatex() {
   if (window.renderMathInElement) return Promise.resolve();
   if (!katexPromise) {
-    katexPromise = loadScript(KATEX).then(function () { return loadScript(KATEX_AUTO); })
+    var here = function (path) { return new URL(path, import.meta.url).href; };
+    katexPromise = loadScript(here(KATEX)).then(function () { return loadScript(here(KATEX_AUTO)); })
       .catch(function (err) { katexPromise = null; throw err; });
   }
   return katexPromise;

@@ -1,7 +1,7 @@
 /* plotly.js: loaded once, async, only by a page that has a figure; its configuration for the
  * widgets' figures; and its injected styles kept across instant navigation. */
 
-import { el } from "./dom.js";
+import { el, loadScript } from "./dom.js";
 import { PLOTLY } from "./vendor.js";
 
 // No `responsive`: plotly.js would then measure the div on every draw (a forced layout of the
@@ -27,13 +27,12 @@ var plotlyPromise = null;
 export function whenPlotly() {
   if (window.Plotly) return Promise.resolve(window.Plotly);
   if (!plotlyPromise) {
-    plotlyPromise = new Promise(function (resolve, reject) {
-      var s = document.createElement("script");
-      s.src = PLOTLY_SRC;
-      s.async = true;
-      s.onload = function () { keepPlotlyStyles(); resolve(window.Plotly); };
-      s.onerror = function () { plotlyPromise = null; reject(new Error("plotly.js did not load")); };
-      document.head.appendChild(s);
+    plotlyPromise = loadScript(PLOTLY_SRC).then(function () {
+      keepPlotlyStyles();
+      return window.Plotly;
+    }, function () {
+      plotlyPromise = null;
+      throw new Error("plotly.js did not load");
     });
   }
   return plotlyPromise;
