@@ -17,11 +17,15 @@
 ARG BASE=python:3.11-slim
 ARG NODE_BASE=node:26-trixie-slim
 
-# ---- browser libraries (KaTeX, plotly.js) from the npm registry, served by the site itself
+# ---- browser libraries (KaTeX, plotly.js) from the npm registry, served by the site itself;
+# plotly.js built from its source with the book's trace types only (as `make` does). The book
+# stage takes what the site ships, not the ~180 MB of packages that build it.
 FROM ${NODE_BASE} AS assets
 WORKDIR /book
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
+COPY widgets/build/plotly_bundle.mjs ./widgets/build/
+RUN node widgets/build/plotly_bundle.mjs node_modules/.book/plotly.min.js
 
 # ---- the API server's Python environment: exactly requirements.txt, locked, in a venv
 FROM ${BASE} AS deps
@@ -80,7 +84,8 @@ ENV NO_MKDOCS_2_WARNING=1 \
     TRANSFORMERS_OFFLINE=1
 COPY requirements-docs.lock ./
 RUN pip install --require-hashes -r requirements-docs.lock
-COPY --from=assets /book/node_modules ./node_modules
+COPY --from=assets /book/node_modules/katex/dist ./node_modules/katex/dist
+COPY --from=assets /book/node_modules/.book ./node_modules/.book
 COPY backend ./backend
 COPY widgets ./widgets
 COPY mkdocs.yml ./

@@ -81,8 +81,10 @@ $(VENV)/.dev-installed: requirements-dev.lock $(VENV)/.installed
 lock: $(VENV)/.dev-installed
 	$(BIN)/python deploy/lock.py $(if $(UPGRADE),--upgrade)
 
-node_modules/.installed: package.json package-lock.json
+# plotly.js is built from its source with only the trace types the book draws (the script says why)
+node_modules/.installed: package.json package-lock.json widgets/build/plotly_bundle.mjs
 	npm ci --no-audit --no-fund
+	node widgets/build/plotly_bundle.mjs node_modules/.book/plotly.min.js
 	touch $@
 
 ## bench: recorded, not asserted: slider-to-plot latency of every widget, in Chromium; first

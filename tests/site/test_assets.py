@@ -72,3 +72,22 @@ def test_what_mkdocs_yml_loads_is_given_its_hashed_folder(monkeypatch):
     assert assets.hashed("assets/book/runtime/main.js") == built["runtime"].url("main.js")
     with pytest.raises(PluginError):
         assets.hashed("assets/book/runtime/no-such-module.js")
+
+
+def test_the_shipped_plotly_names_its_traces_and_the_build_refuses_any_other():
+    """plotly.js is built with the book's trace types only (widgets/build/plotly_bundle.mjs); a
+    figure of another type would be an empty plot on the page, so the build stops instead."""
+    built = assets.bundles()
+    traces = assets.plotly_traces(built["plotly"].files["plotly.min.js"])
+    assert traces == {"scatter", "bar", "heatmap"}
+    assets.BUILT.clear()
+    assets.BUILT.update(built)
+    try:
+        assets.check_traces({"data": [{"type": "bar"}, {"x": [1]}, {"type": "heatmap"}]}, "p.md")
+        with pytest.raises(PluginError, match=r"p\.md: .*draws pie, violin, which the book's "
+                                              r"plotly\.js leaves out"):
+            assets.check_traces({"data": [{"type": "violin"}, {"type": "pie"}]}, "p.md")
+        with pytest.raises(PluginError, match="not the book's plotly.js build"):
+            assets.plotly_traces(b"/* plotly.js (cartesian - minified) v4.1.1 */")
+    finally:
+        assets.BUILT.clear()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,10 @@ ROOT = Path(__file__).resolve().parents[2]
 NODE = ROOT / "node_modules"
 RUNTIME = ROOT / "widgets/runtime"
 HASH_LENGTH = 10  # hex digits of sha256 in a folder's name
+# plotly.js as `make` builds it from plotly.js's source with only the book's trace types
+# (widgets/build/plotly_bundle.mjs, run after `npm ci`); its header names them
+PLOTLY = NODE / ".book/plotly.min.js"
+TRACES_LINE = re.compile(rb"plotly\.js \(the book's traces: ([a-z0-9, ]+) - minified\)")
 # the module the build writes with plotly's hashed path, relative to the runtime's folder
 VENDOR_MODULE = "vendor.js"
 
@@ -64,8 +69,30 @@ def bundle(base: str, files: dict[str, bytes]) -> Bundle:
 def _read(sources: dict[str, Path]) -> dict[str, bytes]:
     for src in sources.values():
         if not src.is_file():
-            raise PluginError(f"{src} is missing: run `make build` (it runs `npm ci`) first")
+            raise PluginError(f"{src} is missing: run `make build` (it runs `npm ci` and "
+                              "builds plotly.js) first")
     return {name: src.read_bytes() for name, src in sources.items()}
+
+
+def plotly_traces(script: bytes) -> frozenset[str]:
+    """The trace types a plotly.js bundle of widgets/build/plotly_bundle.mjs's draws, from its
+    header."""
+    m = TRACES_LINE.search(script[:400])
+    if m is None:
+        raise PluginError(f"{PLOTLY} is not the book's plotly.js build (its header names no "
+                          "trace types): run `make build`")
+    return frozenset(m.group(1).decode().split(", "))
+
+
+def check_traces(figure: dict, where: str) -> None:
+    """Stop the build on a figure with a trace type the shipped plotly.js leaves out: the page
+    would draw an empty plot. (A trace without a type is a scatter, as in plotly.js.)"""
+    known = plotly_traces(BUILT["plotly"].files["plotly.min.js"])
+    missing = sorted({t.get("type", "scatter") for t in figure.get("data") or []} - known)
+    if missing:
+        raise PluginError(f"{where}: a figure draws {', '.join(missing)}, which the book's "
+                          f"plotly.js leaves out (it has {', '.join(sorted(known))}): add the "
+                          "type to TRACES in widgets/build/plotly_bundle.mjs")
 
 
 def vendor_module(runtime_base: str, plotly: Bundle, katex: Bundle) -> bytes:
@@ -84,8 +111,7 @@ def vendor_module(runtime_base: str, plotly: Bundle, katex: Bundle) -> bytes:
 def bundles(runtime: Path = RUNTIME) -> dict[str, Bundle]:
     """This tree's shipped files, by name: plotly, katex, runtime, print."""
     katex = NODE / "katex/dist"
-    plotly = bundle("assets/vendor/plotly", _read(
-        {"plotly.min.js": NODE / "plotly.js-cartesian-dist-min/plotly-cartesian.min.js"}))
+    plotly = bundle("assets/vendor/plotly", _read({"plotly.min.js": PLOTLY}))
     # Only what the pages load; KaTeX's woff2 fonts are enough for every browser that runs the
     # rest of the site.
     katex_files = _read({"katex.min.js": katex / "katex.min.js",

@@ -47,7 +47,7 @@ from backend.compute import REGISTRY  # noqa: E402  (needs the repo root on sys.
 from backend.compute.serialize import finite  # noqa: E402
 from backend.compute.spec import ParamError  # noqa: E402
 from backend.compute.style import theme_payload  # noqa: E402
-from widgets.build import figures, hf_source, macros, questions, reading, references  # noqa: E402
+from widgets.build import assets, figures, hf_source, macros, questions, reading, references  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.widgets")
 
@@ -184,6 +184,7 @@ def render_widget_block(body: str, where: str, instances: dict | None = None) ->
         if key not in seen:
             seen.add(key)
             baked.append(compute(name, point))
+            assets.check_traces(baked[-1].get("figure") or {}, f"{where}: widget {name!r}")
     key = instance_key(name, block, {} if instances is None else instances, where)
     payload = {"spec": spec.to_json(), "start": first["params"], "api": API_BASE,
                "key": key, "baked": baked}
@@ -328,9 +329,10 @@ def plotly_call(text: str) -> tuple[str, list, dict, dict]:
     return div_id, data, layout, config if isinstance(config, dict) else {}
 
 
-def notebook_figure(match: re.Match) -> str:
+def notebook_figure(match: re.Match, where: str = "") -> str:
     div_id, data, layout, config = plotly_call(match.group(1))
     fig = {"data": data, "layout": layout, "config": config}
+    assets.check_traces(fig, f"{where}: a notebook figure")
     text = json.dumps(fig, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
     return data_block("tw-notebook-figure", text, f' data-div="{html.escape(div_id)}"')
 
@@ -357,7 +359,7 @@ def drop_notebook_scripts(output: str, where: str) -> str:
 
 def on_page_content(output: str, page, config, files) -> str:
     if page.file.src_uri.endswith(".ipynb"):
-        output = NOTEBOOK_PLOT.sub(notebook_figure, output)
+        output = NOTEBOOK_PLOT.sub(lambda m: notebook_figure(m, page.file.src_uri), output)
         output = NOTEBOOK_MATHJAX.sub("", output)
         output = drop_notebook_scripts(output, page.file.src_uri)
     return output
