@@ -50,7 +50,9 @@ def init_cors(app: Flask) -> None:
         origins = tuple(o.strip().rstrip("/") for o in origins.split(",") if o.strip())
     if origins:
         CORS(app, resources={r"/api/*": {"origins": list(origins)}}, methods=["GET", "POST"],
-             allow_headers=["Content-Type"], max_age=600)
+             allow_headers=["Content-Type"], max_age=600,
+             # a notebook fetched by POST is saved under the name the server gives it
+             expose_headers=["Content-Disposition"])
         allowed = set(origins)
 
         @app.after_request

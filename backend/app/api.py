@@ -195,8 +195,18 @@ def widget_notebook(name: str):
     The query holds the parameters (`?d_k=256&causal=true`), validated by the widget's spec as
     the POST body is; nothing is computed here, so the work is bounded by the spec's size."""
     module = _module(name)
-    params = query.params_from_query(module.SPEC, request.args)
+    return _notebook(name, module, query.params_from_query(module.SPEC, request.args))
 
+
+@bp.post("/widgets/<name>/notebook")
+def widget_notebook_post(name: str):
+    """The same notebook for a setting in a JSON body, as the result's POST takes it: a setting
+    too long for a URL (a long passage of text) is sent this way by the page."""
+    module = _module(name)
+    return _notebook(name, module, module.SPEC.resolve(_json_body()))
+
+
+def _notebook(name: str, module, params: dict):
     def weights_url(filename: str, digest: str) -> str:
         return url_for("api.book_model_file", digest=digest[:16], filename=filename,
                        _external=True)

@@ -125,22 +125,41 @@ def document(registry: dict) -> dict:
                               "request waited too long for a slot", retry=True),
             },
         }}
-        paths[f"/api/widgets/{name}/notebook"] = {"get": {
-            "summary": f"{spec.title}: this setting as a Jupyter notebook",
-            "description": "A notebook that sets these parameters, carries the book's code the "
-                           "widget runs and runs it (nothing is computed by this request). "
-                           "Parameters are validated as the POST body is.",
-            "parameters": query,
-            "responses": {
-                "200": {"description": "the notebook, as an attachment",
-                        "headers": {"Content-Disposition": {"schema": {"type": "string"}}},
-                        "content": {"application/x-ipynb+json": {"schema": {"type": "object"}}}},
-                "400": _error("a parameter is of the wrong type, out of range (including a "
-                              "range another parameter sets), unknown, or given twice"),
-                "429": _error("rate limited: too many requests from this client address "
-                              "(BOOK_RATE_LIMIT)", retry=True),
+        notebook_ok = {"description": "the notebook, as an attachment",
+                       "headers": {"Content-Disposition": {"schema": {"type": "string"}}},
+                       "content": {"application/x-ipynb+json": {"schema": {"type": "object"}}}}
+        limited = _error("rate limited: too many requests from this client address "
+                         "(BOOK_RATE_LIMIT)", retry=True)
+        paths[f"/api/widgets/{name}/notebook"] = {
+            "get": {
+                "summary": f"{spec.title}: this setting as a Jupyter notebook",
+                "description": "A notebook that sets these parameters, carries the book's code "
+                               "the widget runs and runs it (nothing is computed by this "
+                               "request). Parameters are validated as the POST body is.",
+                "parameters": query,
+                "responses": {
+                    "200": notebook_ok,
+                    "400": _error("a parameter is of the wrong type, out of range (including a "
+                                  "range another parameter sets), unknown, or given twice"),
+                    "429": limited,
+                },
             },
-        }}
+            "post": {
+                "summary": f"{spec.title}: a setting in a JSON body as a Jupyter notebook",
+                "description": "The GET's notebook for a setting sent as the result's POST "
+                               "sends it (the pages use it for a setting too long for a URL).",
+                "requestBody": {"required": False,
+                                "content": {"application/json": {"schema": body}}},
+                "responses": {
+                    "200": notebook_ok,
+                    "400": _error("a parameter is of the wrong type, out of range (including a "
+                                  "range another parameter sets) or unknown, or the body is not "
+                                  "a JSON object"),
+                    "413": _error("the body is too large"),
+                    "429": limited,
+                },
+            },
+        }
     return {
         "openapi": "3.1.0",
         "info": {"title": "Interactive Transformer book API", "version": "1"},

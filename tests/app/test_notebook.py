@@ -5,6 +5,7 @@ These tests read the notebooks; tests/app/test_notebook_run.py executes them (sl
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
@@ -155,6 +156,28 @@ def test_bad_settings_are_the_posts_400(client, route, name, query, param, words
         assert post.status_code == 400 and post.get_json()["error"] == body["error"]
 
 
+def test_a_setting_in_a_json_body_gets_the_same_notebook(client):
+    """The page POSTs a setting too long for a URL (a long passage): the same notebook, the same
+    file name, the same refusals as the GET's."""
+    get = _get(client, "attention_scaling", "d_k=256&seed=3")
+    post = client.post("/api/widgets/attention_scaling/notebook", json={"seed": 3, "d_k": 256})
+    assert post.status_code == 200 and post.get_data() == get.get_data()
+    assert post.headers["Content-Disposition"] == get.headers["Content-Disposition"]
+    # 4,000 Devanagari letters: 36 kB escaped, past any request line the book's servers take
+    passage = ("\u0915\u093e " * 1334)[:4000]
+    assert len(passage) == REGISTRY["training_signal"].SPEC.param("text").max_length
+    body = json.dumps({"text": passage}, ensure_ascii=False).encode()  # as JSON.stringify sends it
+    r = client.post("/api/widgets/training_signal/notebook", data=body,
+                    content_type="application/json")
+    assert r.status_code == 200, r.get_json()
+    assert _params(nbformat.reads(r.get_data(as_text=True), as_version=4))["text"] == passage
+    bad = client.post("/api/widgets/attention_scaling/notebook", json={"d_k": 2000})
+    assert bad.status_code == 400 and bad.get_json()["param"] == "d_k"
+    assert "must be from 1 to 1024" in bad.get_json()["error"]
+    assert client.post("/api/widgets/attention_scaling/notebook", data="[1",
+                       content_type="application/json").status_code == 400
+
+
 def test_unknown_widget_is_404(client):
     r = _get(client, "no_such_widget")
     assert r.status_code == 404
@@ -167,3 +190,6 @@ def test_the_route_is_in_the_openapi_document(client):
         op = doc["paths"][f"/api/widgets/{name}/notebook"]["get"]
         assert [p["name"] for p in op["parameters"]] == [p.name for p in module.SPEC.params]
         assert {"200", "400"} <= set(op["responses"])
+        post = doc["paths"][f"/api/widgets/{name}/notebook"]["post"]
+        assert set(post["requestBody"]["content"]["application/json"]["schema"]["properties"]) \
+            == {p.name for p in module.SPEC.params}

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { notebookHref } from "../../widgets/runtime/actions.js";
+import { attachmentName, notebookHref, notebookRequest } from "../../widgets/runtime/actions.js";
 import { MAX_GET_LINE, RETRY_MAX_MS, RETRY_MIN_MS, busy, requestLineLength, resultRequest,
          retryAfterMs } from "../../widgets/runtime/api.js";
 import { nearestBaked, unbaked } from "../../widgets/runtime/baked.js";
@@ -100,6 +100,22 @@ test("the notebook link carries the values that differ from the defaults", () =>
   const d = spec.params[0];
   assert.equal(notebookHref("/api", spec, { ...params, [d.name]: d.max }),
                `/api/widgets/attention_scaling/notebook?${d.name}=${d.max}`);
+});
+
+test("a setting too long for a link asks for its notebook by POST, with the setting as JSON", () => {
+  const short = { n: 8, text: "x".repeat(10) };
+  assert.deepEqual(notebookRequest("/api", SPEC, short, PAGE),
+                   { href: "/api/widgets/demo/notebook?text=xxxxxxxxxx", post: null });
+  // each Devanagari letter is nine bytes once escaped: 230 of them pass MAX_GET_LINE
+  const long = { n: 8, text: "\u0915".repeat(230) };
+  assert.ok(requestLineLength(notebookHref("/api", SPEC, long), PAGE) > MAX_GET_LINE);
+  const req = notebookRequest("/api", SPEC, long, PAGE);
+  assert.equal(req.href, "/api/widgets/demo/notebook");
+  assert.deepEqual(JSON.parse(req.post), long);
+  assert.equal(attachmentName('attachment; filename="demo_text-x_0123456789.ipynb"'),
+               "demo_text-x_0123456789.ipynb");
+  assert.equal(attachmentName('attachment; filename="../evil"'), null);
+  assert.equal(attachmentName(null), null);
 });
 
 test("the status line says where a result came from, claiming no compute for a cached one", () => {

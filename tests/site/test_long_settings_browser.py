@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 
 import pytest
 from widget_page import wait_source
@@ -115,3 +116,34 @@ def test_what_gunicorn_refuses_is_the_apis_json(server, request_bytes, status):
     assert got == status
     assert headers["Content-Type"] == "application/json"
     assert json.loads(body)["error"]
+
+
+def test_the_longest_passage_opens_as_a_notebook(browser, server, built_site):
+    """"Open as notebook" for a passage too long for a link: the page POSTs the setting and saves
+    the notebook the server makes, named as the server names it (as a link it was a 414:
+    4,000 Devanagari characters are 36 kB once escaped)."""
+    name, param = "training_signal", "text"  # its passage is bounded by characters alone
+    n = REGISTRY[name].SPEC.param(param).max_length
+    text = longest("hindi", n)
+    w = f'[data-widget="{name}"]'
+    with new_page(browser, **DESKTOP, accept_downloads=True) as page:
+        page.goto(server + page_of(built_site, name))
+        page.wait_for_function(f"() => document.querySelector('{w}').dataset.spec === 'server'")
+        enable(page, w, name, param)
+        box = page.locator(f'{w} textarea[name="{param}"]').first
+        box.fill(text)
+        box.dispatch_event("change")
+        wait_source(page, w, f"w.widget.params['{param}'] === {json.dumps(text)}",
+                    timeout=120_000)
+        with page.expect_request(lambda r: r.url.endswith(f"/widgets/{name}/notebook")) as sent, \
+                page.expect_download(timeout=60_000) as got:
+            page.locator(f"{w} .tw-notebook").first.click()
+        assert sent.value.method == "POST"
+        assert json.loads(sent.value.post_data)[param] == text
+        download = got.value
+        # the server's name: the widget, what differs, a digest of the setting
+        assert re.fullmatch(rf"{name}_[\w.-]+_[0-9a-f]{{10}}\.ipynb", download.suggested_filename)
+        notebook = json.loads(open(download.path(), encoding="utf-8").read())
+        assert any(json.dumps(text)[1:-1] in "".join(c["source"]) or text in "".join(c["source"])
+                   for c in notebook["cells"])
+        assert page.console_errors == []

@@ -4,7 +4,7 @@
  * buttons (actions.js, Actions); the link it was opened with (url-state.js), the server's spec
  * (live-spec.js) and the baked stand-ins (baked.js) are pure functions it calls. */
 
-import { Actions, notebookHref } from "./actions.js";
+import { Actions, notebookRequest } from "./actions.js";
 import { answeredBy, fetchResult } from "./api.js";
 import { nearestBaked, unbaked } from "./baked.js";
 import { buildControl, guardTouch, valueText } from "./controls.js";
@@ -156,7 +156,7 @@ export class Widget {
                                 search: writeSetting(this.spec, this.key, "", this.params,
                                                      this.baked[0].params) },
                               this.key, this.root.id),
-      notebook: () => notebookHref(this.api, this.spec, this.params),
+      notebook: () => notebookRequest(this.api, this.spec, this.params, window.location.href),
       notify: (text) => this.setNotice(text),
       say: (text) => { this.announcer.textContent = text; },
       reset: () => this.reset(),
