@@ -132,11 +132,14 @@ def test_breaks_are_measured_over_seeds_and_only_what_holds_is_said(f):
 
 
 def test_a_higher_rate_does_not_do_steadily_worse(f):
-    """'at 0.3, the slider's top, seed 0 ends at 2.95, below the 0.1 run's 3.06'. (The old text,
+    """'at 0.3, the slider's top, seed 0 ends at 2.95, no worse than the 0.1 run's 3.06 to a
+    hundredth of a nat'. Where the two end depends on the CPU (a high rate amplifies rounding:
+    on another machine the 0.1 run ended at 2.947, the 0.3 run at 2.950), so the sentence claims
+    what holds on both, not "below". (The old text,
     'at 0.1 the tiny model never gets far below it [the frequency-only loss]', read as too high a
     rate keeps you at the floor; the slider's top ends lower.)"""
     assert f["base"]["lr_top"] == W.SPEC.param("lr").max == 0.3
-    assert f["lr_top"]["final_val"] < f["high_lr"]["final_val"]
+    assert f["lr_top"]["final_val"] <= f["high_lr"]["final_val"] + 0.01
     assert f["lr_top"]["diverged_at"] is None
     text = CHAPTER.read_text()
     assert "never gets far below" not in text and "Every change costs." not in text

@@ -16,9 +16,23 @@ cases = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cases)
 
 
+def _close(value):
+    """Floats to 4 significant figures: a question's expected answer computed by torch moves in
+    its 6th figure from one CPU to another (attention-maps.3: 8.06092 here, 8.06087 there); a
+    case that changes matters at the tolerances questions use (1 % and up)."""
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    if isinstance(value, list):
+        return [_close(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _close(v) for k, v in value.items()}
+    return value
+
+
 @pytest.mark.parametrize("name", sorted(cases.GENERATORS))
 def test_the_shared_cases_are_what_python_answers(name):
     on_disk = json.loads((cases.HERE / name).read_text(encoding="utf-8"))
     now = json.loads(json.dumps(cases.GENERATORS[name]()))
-    assert on_disk == now, f"tests/js/cases/{name} is stale: run .venv/bin/python tests/js/cases.py"
+    assert _close(on_disk) == _close(now), \
+        f"tests/js/cases/{name} is stale: run .venv/bin/python tests/js/cases.py"
 
