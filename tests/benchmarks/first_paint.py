@@ -1,9 +1,11 @@
 """Benchmark: first paint of a page's text, and when its first figure is drawn, at 1.6 Mbit/s.
 
     .venv/bin/python tests/benchmarks/first_paint.py [--site DIR] [--label NAME] [--runs 3]
+                                                     [--link slow|loopback]
 
 Serves a built book with the real gunicorn, loads each page in a fresh headless-Chromium context
-(empty cache) under CDP network emulation (1.6 Mbit/s down and up, 40 ms latency) and records
+(empty cache) under CDP network emulation (1.6 Mbit/s down and up, 40 ms latency; `--link
+loopback`: none, the server's own speed, the first navigation to a warm server) and records
 `first-contentful-paint` and the time the first Plotly figure is on screen. Appends a JSON line
 per run to tests/benchmarks/results/first_paint.jsonl. Recorded, not asserted (the assertion,
 FCP < 1.5 s, is tests/site/test_runtime_paint.py).
@@ -37,11 +39,13 @@ def main() -> None:
     ap.add_argument("--site", default=str(ROOT / "site"))
     ap.add_argument("--label", default="current")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--link", choices=["slow", "loopback"], default="slow")
     ap.add_argument("--out", default=str(ROOT / "tests/benchmarks/results/first_paint.jsonl"))
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
-    result = {"benchmark": "first_paint", "label": args.label, "link": "1.6 Mbit/s, 40 ms",
+    result = {"benchmark": "first_paint", "label": args.label,
+              "link": "1.6 Mbit/s, 40 ms" if args.link == "slow" else "loopback, no emulation",
               "date": time.strftime("%Y-%m-%d %H:%M"), "pages": {}}
     with serve(Path(args.site)) as server, sync_playwright() as pw:
         base = server.base
@@ -51,8 +55,9 @@ def main() -> None:
             for _ in range(args.runs):
                 # bypass_csp: Playwright's wait_for_function evaluates a string, which the
                 # site's policy forbids (the tests' browser sets the same, conftest.py)
-                context, _page, f, g, _ = throttled_load(browser, base + path, wait_for=figure,
-                                                         bypass_csp=True)
+                context, _page, f, g, _ = throttled_load(
+                    browser, base + path, wait_for=figure, bypass_csp=True,
+                    **({} if args.link == "slow" else {"link": None}))
                 context.close()
                 fcp.append(f)
                 if g is not None:

@@ -19,13 +19,17 @@ LINK = {"offline": False, "latency": 40, "downloadThroughput": 1_600_000 / 8,
         "uploadThroughput": 1_600_000 / 8}
 
 
-def throttled_load(browser, url, wait_for=None, **context_args):
+def throttled_load(browser, url, wait_for=None, link=LINK, **context_args):
+    """Load `url` in a fresh context with the browser's cache off, over `link` (CDP network
+    emulation; None: the loopback as it is); (context, page, first contentful paint ms, ms at
+    which `wait_for` appeared, URLs requested)."""
     context = browser.new_context(**({"viewport": {"width": 1200, "height": 900}} | context_args))
     page = context.new_page()
     cdp = context.new_cdp_session(page)
     cdp.send("Network.enable")
     cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
-    cdp.send("Network.emulateNetworkConditions", LINK)
+    if link:
+        cdp.send("Network.emulateNetworkConditions", link)
     requested = []
     page.on("request", lambda r: requested.append(r.url))
     page.goto(url, wait_until="commit")

@@ -1,6 +1,6 @@
 /* The buttons in a widget's head: "Copy link to this setting", "Open as notebook" and "Reset".
- * Actions owns them, the copy button's pause and whether the server answers; notebookHref is
- * pure (tests/js/actions.test.mjs). */
+ * Actions owns them, the copy button's pause and whether the server answers; notebookHref,
+ * notebookRequest and attachmentName are pure (tests/js/parts.test.mjs). */
 
 import { MAX_GET_LINE, requestLineLength } from "./api.js";
 import { el } from "./dom.js";
