@@ -50,8 +50,9 @@ def test_strength_zero_closes_the_gap(page, server):
         const dd = n => document.querySelector(
             `{ORDER} .tw-value[data-name="${{n}}"] dd`);
         const a = dd('order_gap_with'), b = dd('order_gap_without');
-        // the same computation at strength 0 reads the same (it read 0.000 beside 5.6e-17)
-        return a && b && /e-1[0-9]$/.test(a.textContent.trim())
+        // the same computation at strength 0 reads the same (it read 0.000 beside 5.6e-17);
+        // whether it is a rounding residue or exactly 0 depends on the CPU
+        return a && b && a.textContent.trim() !== ''
             && a.textContent.trim() === b.textContent.trim(); }}""", timeout=15_000)
 
 
