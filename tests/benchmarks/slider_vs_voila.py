@@ -86,7 +86,8 @@ def measure(page, figure: str, sliders: dict[str, str], sweeps: int) -> dict:
                 page.keyboard.press(key)
                 page.wait_for_function(f"() => ({SETTLED})({QUIET_MS})", timeout=30_000)
                 times.append(page.evaluate(f"() => ({SETTLED})(0)"))
-                page.wait_for_timeout(1000 - QUIET_MS)  # a second between moves
+                # the next move a second after this one's key (the book's cache keeps 1 s)
+                page.wait_for_function("() => performance.now() - window.__b.key >= 1000")
         figs = sorted(t[0] for t in times if t[0] is not None)
         paints = sorted(t[1] for t in times if t[1] is not None)
         out[name] = {"moves": len(times), "missed": sum(t[0] is None for t in times),
@@ -156,7 +157,6 @@ def main() -> int:
                     page.wait_for_function("() => document.querySelector("
                                            "'[data-widget=\"attention_scaling\"]').dataset.spec "
                                            "=== 'server'", timeout=60_000)
-                page.wait_for_timeout(1500)
                 result[label] = measure(page, figure, sliders, args.sweeps)
                 print(label, json.dumps(result[label]), flush=True)
                 context.close()
