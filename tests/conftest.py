@@ -67,12 +67,19 @@ def pytest_collection_modifyitems(config, items):
                  if rel == where or (where.endswith("/") and rel.startswith(where)) for n in marks}
         names |= {n for fixture, marks in BY_FIXTURE.items() if fixture in item.fixturenames
                   for n in marks}
-        # a test parametrized over widgets, at a measured one (test_registry's, for instance)
+        # a test parametrized over widgets, at a measured one (test_registry's, for instance);
+        # not one that drives the built book, which checks the page, not the measured values
         params = getattr(item, "callspec", None)
-        if params and measured & {v for v in params.params.values() if isinstance(v, str)}:
+        if (params and "build" not in names
+                and measured & {v for v in params.params.values() if isinstance(v, str)}):
             names.add("timing")
         for name in sorted(names - {m.name for m in item.iter_markers()}):
             item.add_marker(name)
+        if {"build", "timing"} <= {m.name for m in item.iter_markers()}:
+            # only the book lane builds the book: the timing lane, alone on the machine, would
+            # spend its minutes building it again (it did: ten minutes of CI for six tests)
+            raise pytest.UsageError(f"{item.nodeid}: marked timing but needs the built book "
+                                    "(tests/lanes.py runs those in the book lane)")
         if item.get_closest_marker("gpu"):
             if gpu is None:
                 import torch

@@ -32,6 +32,8 @@ def test_every_combination_of_markers_runs_in_exactly_one_lane():
             assert len(chosen) == 1, (sorted(marks), chosen)
             if "timing" in marks:
                 assert chosen[0] in lanes.ALONE, sorted(marks)
+            elif marks & {"build", "browser", "container"}:  # only that lane builds the book
+                assert chosen == ["book"], sorted(marks)
 
 
 
