@@ -6,7 +6,7 @@ reader's Jupyter), and the notebook is executed there, offline but for the book'
 from which the model's notebook downloads the weights and checks their SHA-256. Its last cell
 must hold the values the API answers for the same setting.
 
-Slow: four environments with torch (about 30 s each to install here)."""
+Slow: four environments with torch."""
 
 from __future__ import annotations
 
@@ -64,8 +64,11 @@ def test_a_downloaded_notebook_runs_in_a_venv_made_from_its_install_lines(live, 
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # --no-compile: the same files installed, without compiling every module of torch to
+    # bytecode first (42 s of a 2-core machine's torch install, 13 s without); the notebook's
+    # kernel compiles the few hundred it imports
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-           "--disable-pip-version-check"]
+           "--disable-pip-version-check", "--no-compile"]
     for line in lines:
         _install(pip + line.split()[2:], tmp_path)
     _install(pip + ["nbclient"], tmp_path)  # the reader's Jupyter
