@@ -46,6 +46,8 @@ BY_PATH = {
     "compute/test_attention_cost.py": ("timing",),
     "compute/test_kv_decode.py": ("timing",),
     "compute/test_sequential_vs_parallel.py": ("timing",),
+    # the book model's tests reproduce its training bit for bit, on its two threads
+    "bookmodel/": ("threads",),
 }
 
 
@@ -75,11 +77,12 @@ def pytest_collection_modifyitems(config, items):
             names.add("timing")
         for name in sorted(names - {m.name for m in item.iter_markers()}):
             item.add_marker(name)
-        if {"build", "timing"} <= {m.name for m in item.iter_markers()}:
+        marks = {m.name for m in item.iter_markers()}
+        if "build" in marks and marks & {"timing", "threads"}:
             # only the book lane builds the book: the timing lane, alone on the machine, would
             # spend its minutes building it again (it did: ten minutes of CI for six tests)
-            raise pytest.UsageError(f"{item.nodeid}: marked timing but needs the built book "
-                                    "(tests/lanes.py runs those in the book lane)")
+            raise pytest.UsageError(f"{item.nodeid}: marked {' and '.join(sorted(marks & {'timing', 'threads'}))} "
+                                    "but needs the built book (tests/lanes.py runs those in the book lane)")
         if item.get_closest_marker("gpu"):
             if gpu is None:
                 import torch

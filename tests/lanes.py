@@ -8,8 +8,9 @@ to themselves:
 
     book    the built book and what serves it: `build`, `browser` and `container` tests
             (only this session builds the book)
-    rest    everything else but `timing`
-    timing  the wall-clock measurements, alone
+    rest    everything else but `timing` and `threads`
+    timing  the wall-clock measurements, and the tests that run torch on more than one
+            thread, alone
 
 What this saves, and why not more lanes (four were slower: the cores oversubscribed), is
 measured in tests/benchmarks/results/suite_time.md.
@@ -33,10 +34,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SIDE_BY_SIDE = {
-    "book": "(build or browser or container) and not timing",
-    "rest": "not (build or browser or container or timing)",
+    "book": "(build or browser or container) and not (timing or threads)",
+    "rest": "not (build or browser or container or timing or threads)",
 }
-ALONE = {"timing": "timing"}
+ALONE = {"timing": "timing or threads"}
 # Side by side, each lane's torch gets one intra-op thread: two processes' thread pools on two
 # cores wait on each other (a pool spin-waits for a thread that is not running). The servers the
 # tests start set their own (gunicorn_conf.py); the timing lane keeps the default.

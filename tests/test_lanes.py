@@ -1,6 +1,6 @@
 """`make test`'s lanes (tests/lanes.py) run every test exactly once: for every combination of the
 suite's markers exactly one lane's `-m` expression selects it, and a `timing` test's lane is
-the one that runs alone."""
+the one that runs alone, as is a `threads` test's."""
 
 from __future__ import annotations
 
@@ -24,13 +24,13 @@ def _selects(expression: str, marks: set[str]) -> bool:
 
 
 def test_every_combination_of_markers_runs_in_exactly_one_lane():
-    assert {"build", "browser", "container", "timing", "slow", "gpu"} <= set(MARKERS)
+    assert {"build", "browser", "container", "timing", "threads", "slow", "gpu"} <= set(MARKERS)
     every = {**lanes.SIDE_BY_SIDE, **lanes.ALONE}
     for n in range(len(MARKERS) + 1):
         for marks in map(set, itertools.combinations(MARKERS, n)):
             chosen = [name for name, mark in every.items() if _selects(mark, marks)]
             assert len(chosen) == 1, (sorted(marks), chosen)
-            if "timing" in marks:
+            if marks & {"timing", "threads"}:
                 assert chosen[0] in lanes.ALONE, sorted(marks)
             elif marks & {"build", "browser", "container"}:  # only that lane builds the book
                 assert chosen == ["book"], sorted(marks)

@@ -77,6 +77,7 @@ def test_same_seed_same_curve_bit_for_bit_other_seed_another():
     assert c.train_loss[0] != a.train_loss[0]
 
 
+@pytest.mark.threads
 def test_another_thread_count_moves_the_curve_by_rounding_only():
     rc = w.BASE.replace(batch_size=8)
     train_ids, val_ids, _ = w.texts()
