@@ -99,13 +99,15 @@ def test_at_the_top_the_fused_kernel_is_faster(dtype, fresh_timings):
         assert v["fastest_fused"] < v["fastest_eager"]
 
 
-# "On this build's CPU, the fused kernel is not always the faster. Try batch 16 and 32 heads of
-# size 16. At the top this setting allows, T = 128, the fused kernel is the faster, as at the
-# defaults. Bring T down to 45, where each of the 512 tables is tiny, and it is often the slower
-# of the two. What it still saves there is memory: its peak is ... bytes against the explicit
-# path's ..." Measured on a loaded 2-core machine (five rounds of the widget's own timing each):
-# at T = 128 the explicit path took 4.4 to 8.9 times as long; at T = 45, 0.23 to 0.98 times
-# (the fused kernel the slower every time; the review's live server: 1.5 to 9 times slower).
+# "The fused kernel's lead depends on the size of its tables. Try batch 16 and 32 heads of size
+# 16. At the top this setting allows, T = 128, the fused kernel is the faster, as at the
+# defaults. Bring T down to 45 ... and compare the two medians again: most of the fused kernel's
+# lead is gone. How much is left depends on the CPU: on some it is still a little faster there,
+# on others it is the slower of the two ..." Measured (the explicit path's median over the fused
+# kernel's): on the machine the book was first built on, 4.4 to 8.9 at T = 128 and 0.23 to 0.98
+# at 45 (the fused kernel the slower every time; the review's live server: 1.5 to 9 times
+# slower); on the 2026-12-07 machine about 6.5 at 128 and 1.1 to 1.9 at 45 (the fused kernel the
+# faster every time: the earlier wording, "often the slower", failed there).
 SMALL_TABLES = {"batch": 16, "n_heads": 32, "head_dim": 16}
 
 
@@ -115,13 +117,14 @@ def test_at_this_settings_top_the_fused_kernel_is_faster(fresh_timings):
     assert v["fastest_fused"] < v["fastest_eager"]
 
 
-def test_with_tiny_tables_the_fused_kernel_is_often_the_slower(private_timing_lock, one_torch_thread):
-    q, k, v = ac.random_qkv(16, 32, 45, 16, torch.float32, "cpu")
-    slower = 0
-    for _ in range(5):
-        eager, fused = ac.time_paths([ac.eager, ac.fused], (q, k, v), repeats=w.REPEATS, warmup=w.WARMUP)
-        slower += fused.fastest > eager.fastest
-    assert slower >= 2  # 'often'
+def test_with_tiny_tables_most_of_the_fused_kernels_lead_is_gone(fresh_timings):
+    """'Most of its lead': the explicit path's median over the fused kernel's at T = 45 is under
+    half what it is at T = 128, in each of three rounds of the widget's own timing."""
+    for _ in range(3):
+        w.measure.cache_clear()
+        top, tiny = values(context_len=128, **SMALL_TABLES), values(context_len=45, **SMALL_TABLES)
+        lead_top, lead_tiny = top["ms_eager"] / top["ms_fused"], tiny["ms_eager"] / tiny["ms_fused"]
+        assert lead_top > 1 and lead_tiny < lead_top / 2, (lead_top, lead_tiny)
 
 
 def test_with_tiny_tables_the_fused_kernel_still_saves_memory():
