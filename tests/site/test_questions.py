@@ -155,10 +155,15 @@ def test_an_exam_edition_carries_no_answer(tmp_path):
 # -------------------------------------------------------------------------- the book's own
 
 @pytest.fixture(scope="module")
-def book():
-    b = questions.Book(DOCS, widget_blocks.value_of)
-    b.compute()
-    return b
+def read_book():
+    """The book's questions as written, not computed."""
+    return questions.Book(DOCS, widget_blocks.value_of)
+
+
+@pytest.fixture(scope="module")
+def book(read_book):
+    read_book.compute()
+    return read_book
 
 
 def test_every_question_of_the_book_computes_and_is_shown_by_its_chapter(book):
@@ -187,12 +192,14 @@ def test_the_built_site_does_not_publish_the_question_files(built_site):
     assert not (built_site / "chapters" / "_questions").exists()
 
 
-def test_every_setting_a_question_reads_is_baked_into_its_chapters_widget(book, built_site):
+def test_every_setting_a_question_reads_is_baked_into_its_chapters_widget(read_book, built_site):
     """With the API down a reader can still move the widget to the question's setting and read
     the answer there: the chapter's widget carries that setting's result (21 of 95 did not)."""
     from backend.compute import REGISTRY
     from tests.site.test_build import widget_configs
-    for q in book.by_id.values():
+    # the settings as written, not their answers: computing every answer again took this
+    # test's lane 138 s (the build computed them in its own process)
+    for q in read_book.by_id.values():
         widgets = widget_configs(built_site / q.chapter.removesuffix(".md") / "index.html")
         answer = q.answer
         for spec in [answer] if "widget" in answer else list((answer.get("of") or {}).values()):
