@@ -99,9 +99,10 @@ def test_at_the_top_the_fused_kernel_is_faster(dtype, fresh_timings):
         assert v["fastest_fused"] < v["fastest_eager"]
 
 
-# "The fused kernel's lead depends on the size of its tables. Try batch 16 and 32 heads of size
-# 16. At the top this setting allows, T = 128, the fused kernel is the faster, as at the
-# defaults. Bring T down to 45 ... and compare the two medians again: most of the fused kernel's
+# "The fused kernel's lead in time depends on the size of the score tables the explicit path
+# builds. Try batch 16 and 32 heads of size 16. At the largest T this setting allows ..., 128, the
+# fused kernel is the faster, as at the defaults. Bring T down to 45 ... and compare the two
+# medians again ("explicit, median" and "fused, median"): most of the fused kernel's
 # lead is gone. How much is left depends on the CPU: on some it is still a little faster there,
 # on others it is the slower of the two ..." Measured (the explicit path's median over the fused
 # kernel's): on the machine the book was first built on, 4.4 to 8.9 at T = 128 and 0.23 to 0.98
