@@ -103,12 +103,13 @@ def test_at_the_top_the_fused_kernel_is_faster(dtype, fresh_timings):
 # builds. Try batch 16 and 32 heads of size 16. At the largest T this setting allows ..., 128, the
 # fused kernel is the faster, as at the defaults. Bring T down to 45 ... and compare the two
 # medians again ("explicit, median" and "fused, median"): most of the fused kernel's
-# lead is gone. How much is left depends on the CPU: on some it is still a little faster there,
-# on others it is the slower of the two ..." Measured (the explicit path's median over the fused
+# lead is gone. How much is left depends on the CPU ..." Measured (the explicit path's median over the fused
 # kernel's): on the machine the book was first built on, 4.4 to 8.9 at T = 128 and 0.23 to 0.98
 # at 45 (the fused kernel the slower every time; the review's live server: 1.5 to 9 times
 # slower); on the 2026-12-07 machine about 6.5 at 128 and 1.1 to 1.9 at 45 (the fused kernel the
-# faster every time: the earlier wording, "often the slower", failed there).
+# faster every time: the earlier wording, "often the slower", failed there, and so did "which
+# path has the fastest single run can change from one run to the next": eight rounds, the fused
+# kernel's fastest run the faster every time).
 SMALL_TABLES = {"batch": 16, "n_heads": 32, "head_dim": 16}
 
 
