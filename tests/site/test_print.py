@@ -214,11 +214,9 @@ def test_no_near_empty_page_around_the_sources_notes(browser_print, browser_pdf,
 def test_the_pdf(print_page, printer, book, sources, browser_pdf_file):
     from pypdf import PdfReader
 
-    # the chapters' pages in the browser's own print as the first guess: `make pdf`'s second
-    # print, where they are the same (print_book still prints until they hold)
-    chapters = print_page.eval_on_selector_all(".tw-print-chapter", "els => els.map(e => e.id)")
-    guess = printer.chapter_pages(browser_pdf_file, chapters)
-    pdf, numbers = printer.print_book(print_page, guess)
+    # the chapters' pages in the browser's own print to start from: `make pdf`'s second print,
+    # where they are the same (print_book still prints until they hold)
+    pdf, numbers = printer.print_book(print_page, browser_pdf_file)
     reader = PdfReader(io.BytesIO(pdf))
     texts = [p.extract_text() for p in reader.pages]
     pages = [norm(text) for text in texts]

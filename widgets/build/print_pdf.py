@@ -62,14 +62,14 @@ def open_print_page(browser, site: Path):
     return page
 
 
-def print_book(page, guess: dict[str, int] | None = None) -> tuple[bytes, dict[str, int]]:
-    """The PDF, its contents' numbers filled in from a print of itself: printed with a guess at
-    each chapter's first page (none: blank), until the pages it says are the pages they are.
-    A right guess (the chapters' pages in another print of the same page) saves one print."""
+def print_book(page, earlier: bytes | None = None) -> tuple[bytes, dict[str, int]]:
+    """The PDF, its contents' numbers filled in from a print of itself: printed with each
+    chapter's first page as `earlier` (another print of the same page) has it, or blank, until
+    the pages it says are the pages they are. Where `earlier` is right, that saves one print."""
     chapters = page.eval_on_selector_all(".tw-print-chapter", "els => els.map(e => e.id)")
+    numbers = chapter_pages(earlier, chapters) if earlier else {}
     # the contents' note that a browser's print has no numbers there: this one has
     page.evaluate("document.querySelectorAll('.tw-print-toc-note').forEach(n => n.remove())")
-    numbers: dict[str, int] = dict(guess or {})
     for _ in range(4):
         page.evaluate("""numbers => document.querySelectorAll('.tw-print-pageno').forEach(
                              n => { n.textContent = numbers[n.dataset.chapter] || ''; })""",
