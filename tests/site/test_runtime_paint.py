@@ -43,6 +43,18 @@ def throttled_load(browser, url, wait_for=None, link=LINK, **context_args):
     return context, page, fcp, figure_ms, requested
 
 
+# When the build's picture of a widget's opening figure (widgets/build/snapshots.py) was first
+# painted on screen, ms from navigation: its Element Timing entry (`elementtiming="tw-snap"`),
+# which only an observer reads back; null if none is painted within 20 s (a picture off screen
+# is neither fetched nor painted: `loading="lazy"`).
+PICTURE_PAINTED = """() => new Promise(done => {
+  setTimeout(() => done(null), 20000);
+  new PerformanceObserver((list, obs) => {
+    const seen = list.getEntries().filter(e => e.identifier === 'tw-snap');
+    if (seen.length) { obs.disconnect(); done(Math.min(...seen.map(e => e.renderTime || e.loadTime))); }
+  }).observe({type: 'element', buffered: true}); })"""
+
+
 def test_a_chapter_paints_its_text_fast_on_a_slow_link_and_then_its_figure(browser, server):
     context, page, fcp, figure_ms, requested = throttled_load(
         browser, server + SCALING, wait_for=f"{W} .tw-plot .main-svg")

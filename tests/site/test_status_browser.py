@@ -199,8 +199,10 @@ def test_a_status_names_a_choice_by_its_label_not_its_key(browser, server):
                     assert not re.search(rf"{label} = {re.escape(key)}(,|\.|$)", status), status
 
 
-def test_before_plotly_arrives_the_figure_says_it_is_being_drawn(browser, server):
-    """W2: on a slow link, the baked figure was a blank 360 px box until plotly.js came."""
+def test_before_plotly_arrives_a_new_settings_figure_says_it_is_being_drawn(browser, server):
+    """W2: on a slow link, the baked figure was a blank 360 px box until plotly.js came. The
+    opening figure is now the build's picture meanwhile (test_snapshots_browser.py); a setting
+    the reader moves to before plotly.js is in has no picture, and says it is being drawn."""
     with new_page(browser, **DESKTOP) as page:
         held = []
         page.route("**/plotly.min.js", lambda route: held.append(route))
@@ -208,15 +210,22 @@ def test_before_plotly_arrives_the_figure_says_it_is_being_drawn(browser, server
         page.wait_for_function(f"""() => {{ const w = document.querySelector('{W}');
             return w && w.widget && w.querySelector('.tw-value dd'); }}""", timeout=20_000)
         assert held, "plotly.js was not asked for"
+        first = page.evaluate(f"() => document.querySelector('{W} .tw-value dd').textContent")
+        page.locator(f'{W} input[type=range][name="d_k"]').press("ArrowRight")
+        page.wait_for_function(f"""(first) => {{ const w = document.querySelector('{W}');
+            return w.querySelector('.tw-value dd').textContent !== first
+                && w.querySelector('.tw-plot .tw-placeholder'); }}""", arg=first,
+                               timeout=20_000)
         now = page.evaluate(f"""() => {{ const w = document.querySelector('{W}');
             const p = w.querySelector('.tw-plot .tw-placeholder');
             return {{placeholder: p ? p.textContent : null,
                      height: p ? p.getBoundingClientRect().height : 0,
+                     picture: !!w.querySelector('.tw-snapbox'),
                      plotly: !!window.Plotly,
                      values: [...w.querySelectorAll('.tw-value dd')].map(d => d.textContent)}}; }}""")
-        assert not now["plotly"], now
+        assert not now["plotly"] and not now["picture"], now
         assert now["placeholder"] == "Drawing the figure\u2026" and now["height"] > 200, now
-        assert re.match(r"\d", now["values"][0]), now  # the baked values are shown meanwhile
+        assert re.match(r"\d", now["values"][0]), now  # the new setting's values meanwhile
         for route in held:
             route.continue_()
         page.wait_for_selector(f"{W} .tw-plot .main-svg", timeout=20_000)

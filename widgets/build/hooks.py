@@ -37,12 +37,14 @@ from widgets.build import (  # noqa: E402
     questions,
     references,
     site_url,
+    snapshots,
     typeset,
     widget_blocks,
 )
 
+# snapshots before widget_blocks: its post-build step edits the pages that widget_blocks' gzips.
 MODULES = (site_url, edition, references, glossary, figures, assets, typeset, print_edition,
-           questions, widget_blocks)
+           questions, snapshots, widget_blocks)
 
 
 def _handlers(event: str) -> list:

@@ -252,6 +252,9 @@ export function onPage() {
   inlineThemedSvgs();
   renderMath();
   mountAll();
+  // Each widget has dropped its opening figure's pictures if it opens on a link's own setting;
+  // the ones kept show the figure drawn (main.html hid them all until now on such a link).
+  document.documentElement.classList.remove("tw-linked");
   if (fresh) landOnWidget();
   drawNotebookFigures();
   keepPlotlyStyles();

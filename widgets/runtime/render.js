@@ -27,6 +27,8 @@ export class Figure {
   #printWidth = 0;      // while printing: the paper's width, if narrower than the plot's
   #clickBound = false;
   #labelled = false;
+  #snap = null;         // the build's pictures of a result's figure (snapshots.py), until drawn
+  #snapOf = null;       // the result they show
 
   constructor(div, root, { who, onClick }) {
     this.#div = div;
@@ -50,36 +52,55 @@ export class Figure {
     }).observe(this.#div);
   }
 
+  /* The build's pictures of `result`'s figure (a `.tw-snapbox`), shown in the plot until
+   * plotly.js draws it; null when the page has none. */
+  adoptSnapshot(box, result) {
+    if (!box) return;
+    this.#snap = box;
+    this.#snapOf = result;
+    this.#div.appendChild(box);
+  }
+
+  #dropSnapshot() {
+    if (this.#snap) this.#snap.remove();
+    this.#snap = this.#snapOf = null;
+  }
+
   /* Draw `result` ({figure, ...}), at once when plotly.js is here, else when it arrives. */
   show(result) {
     this.#result = result;
     this.redraw();
   }
 
-  /* Draw the result again (a new width, a palette switch). */
+  /* Draw the result again (a new width, a palette switch); the promise of plotly's drawing
+   * when plotly.js is here. */
   redraw() {
     const result = this.#result;
-    if (!result) return;
+    if (!result) return Promise.resolve();
     const failed = () => {
+      const picture = this.#snapOf === result ? this.#snap : null;  // kept: it is this figure
       this.#div.textContent = "The plotting library did not load; the values below are current.";
+      if (picture) this.#div.prepend(picture);
     };
     if (window.Plotly) {
       // Drawn at once, before the values and table below change the page (so plotly.js
       // measures a page whose layout is still clean).
       try {
         const p = this.#plot(window.Plotly, result);
-        if (p) p.catch(() => {});
+        if (p) return p.catch(() => {});
       } catch (e) { failed(); }
-      return;
+      return Promise.resolve();
     }
     this.#drawing(result);
-    whenPlotly().then((Plotly) => this.#plot(Plotly, result)).catch(failed);
+    return whenPlotly().then((Plotly) => this.#plot(Plotly, result)).catch(failed);
   }
 
   /* plotly.js is still on its way (a slow link): a placeholder as tall as the figure says it is
    * being drawn, over the values already shown, where a blank box stood (ux review W2). */
   #drawing(result) {
     if (this.#div.classList.contains("js-plotly-plot")) return;  // a drawn figure stays
+    if (this.#snap && this.#snapOf === result) return;  // its picture stays
+    this.#dropSnapshot();
     let p = this.#div.querySelector(":scope > .tw-placeholder");
     if (!p) {
       this.#div.textContent = "";
@@ -93,6 +114,7 @@ export class Figure {
   /* No figure: the plot is emptied (there is no result to show for this setting). */
   clear() {
     this.#result = null;
+    this.#dropSnapshot();
     if (window.Plotly) window.Plotly.purge(this.#div);
     this.#div.textContent = "";
   }
@@ -144,6 +166,7 @@ export class Figure {
     if (div.textContent && !div.classList.contains("js-plotly-plot")) div.textContent = "";
     const placeholder = div.querySelector(":scope > .tw-placeholder");
     if (placeholder) placeholder.remove();
+    this.#dropSnapshot();  // in the same task as plotly's drawing: no frame without a figure
     const t1 = performance.now();
     const done = Plotly.react(div, t.data, t.layout, COARSE ? TOUCH_CONFIG : PLOT_CONFIG);
     const t2 = performance.now();

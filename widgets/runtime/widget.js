@@ -58,6 +58,8 @@ export class Widget {
     });
     const fromUrl = this.#readUrl();
     this.#build();
+    // The build's pictures of the opening figure (snapshots.py), shown until plotly.js draws.
+    this.figure.adoptSnapshot(root.querySelector(":scope > .tw-snapbox"), this.baked[0]);
     this.figure.watchWidth();
     this.applyDepends();
     // A shared link's setting: never the book's default under the link's controls.
@@ -539,8 +541,8 @@ export class Widget {
     this.chip.hidden = !text;
   }
 
-  /* Draw the figure again (a palette switch). */
-  draw() { this.figure.redraw(); }
+  /* Draw the figure again (a palette switch); the promise of its drawing. */
+  draw() { return this.figure.redraw(); }
 
   /* Whether the server that makes notebooks answers (the head's notebook link says so). */
   serverAnswers(ok, why) { this.actions.serverAnswers(ok, why); }

@@ -1,0 +1,226 @@
+"""Each widget's opening figure as a picture in the page, drawn before any script runs.
+
+A widget's figure is drawn by plotly.js, which the page has evaluated only after Material's own
+script and its start-up (1.5-3 s after a first navigation on this machine, though the figure
+needs no answer from the server: tests/benchmarks/first_paint_trace.py). So the build draws
+each widget's opening figure once, with the book's own runtime and plotly.js bundle in a
+headless Chromium, and writes what plotly drew as SVG files beside the page: four of them, the
+figure in the light and the dark scheme at a desktop's width and in its phone layout at a
+phone's. The page shows the one that fits (runtime.css: the scheme Material has set on the
+body, the phone layout under the width at which the runtime takes it) as soon as the page
+itself is painted, and the runtime puts plotly's live figure in its place when plotly.js is in
+(render.js). Each picture is a background image: a browser fetches the one it shows as soon as
+it has styled the page, and never the three it does not (an `<img>` is fetched even hidden, and
+a lazy one only once the page's scripts have run: 2.6 s in, here); `elementtiming` lets a
+benchmark read when one was painted (tests/benchmarks/first_paint.py).
+
+Where no Chromium (or no Playwright) is installed the book is built without them and says so:
+the figures are then drawn when plotly.js is in, as before. What was drawn is kept in
+.cache/snapshots/, keyed by the widget's baked data and everything that draws it, so a
+rebuild draws only the widgets whose figure changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+from functools import partial
+from pathlib import Path
+
+from mkdocs.exceptions import PluginError
+
+log = logging.getLogger("mkdocs.plugins.snapshots")
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / ".cache" / "snapshots"
+CHROMIUM = os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-sync"]
+OUT = "assets/book/snaps"  # under the site: content-named, so cacheable for ever
+# The two widths drawn: a desktop's (the figure as most readers see it first) and a phone's
+# (its phone layout: render.js takes it under theme.js's NARROW_PX).
+VIEWPORTS = {"wide": {"width": 1280, "height": 900}, "narrow": {"width": 390, "height": 844}}
+SCHEMES = {"light": "default", "dark": "slate"}
+# What draws a figure besides its baked data: the runtime, plotly.js, the page's styles and
+# colours. A change to any of them draws every figure again.
+DRAWN_BY = ("widgets/runtime", "widgets/build/plotly_bundle.mjs", "widgets/build/snapshots.py",
+            "backend/compute/style.py", "mkdocs.yml", "requirements-docs.lock", "package-lock.json")
+# A widget's div as widget_blocks.py writes it: its id, its data (spec and baked results), and
+# the end its pictures go before.
+WIDGET = re.compile(r'<div class="tw-widget[^"]*" data-widget="[^"]+" id="([^"]+)"[^>]*>'
+                    r'(<template class="tw-data">.*?</template>)'
+                    r'(<noscript>This interactive figure needs JavaScript\.</noscript></div>)', re.S)
+
+# In the page: every widget's figure once drawn (or none to draw), then each figure in each
+# scheme as plotly.js exports it (its own SVG, at the size it was drawn).
+DRAW = """async (schemes) => {
+  const roots = [...document.querySelectorAll("[data-widget]")];
+  const out = {};
+  for (const [name, scheme] of Object.entries(schemes)) {
+    if (document.body.getAttribute("data-md-color-scheme") !== scheme) {
+      document.body.setAttribute("data-md-color-scheme", scheme);
+    }
+    await Promise.all(roots.map((r) => r.widget.draw()));
+    for (const r of roots) {
+      const gd = r.querySelector(".tw-plot.js-plotly-plot");
+      if (!gd) continue;
+      const { width, height } = gd._fullLayout;
+      const url = await window.Plotly.toImage(gd, { format: "svg", width, height });
+      const svg = decodeURIComponent(url.slice(url.indexOf(",") + 1));
+      (out[r.id] = out[r.id] || { height })[name] = svg;
+    }
+  }
+  return out;
+}"""
+READY = """() => [...document.querySelectorAll("[data-widget]")].every((r) => r.widget &&
+  (r.querySelector(".tw-plot.js-plotly-plot .main-svg") || !(r.widget.baked[0] || {}).figure))"""
+
+
+def _digest(paths) -> str:
+    h = hashlib.sha256()
+    for rel in paths:
+        p = ROOT / rel
+        for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
+            if f.is_file():
+                h.update(f.relative_to(ROOT).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def _browser():
+    """Playwright and a Chromium, or None (and why) where the build has none."""
+    if not (shutil.which(CHROMIUM) or Path(CHROMIUM).is_file()):
+        return None, f"no Chromium at {CHROMIUM} (`make chromium` installs Debian's)"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None, "Playwright is not installed"
+    return sync_playwright, ""
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+def _serve(site: Path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             partial(_Quiet, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _draw(site: Path, pages: dict[str, list[str]], sync_playwright) -> dict:
+    """{page: {widget id: {"wide"|"narrow": {"height": px, "light": svg, "dark": svg}}}}."""
+    server = _serve(site)
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    drawn: dict = {page: {} for page in pages}
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            for width, viewport in VIEWPORTS.items():
+                context = browser.new_context(viewport=viewport, color_scheme="light")
+                # The opening figures are baked into the page: nothing is asked of an API.
+                context.route("**/api/**", lambda route: route.abort())
+                pg = context.new_page()
+                for page in pages:
+                    pg.goto(base + page)
+                    try:
+                        pg.wait_for_function(READY, timeout=60_000, polling=100)
+                        figures = pg.evaluate(DRAW, SCHEMES)
+                    except Exception as exc:  # a page whose figures cannot be drawn: a broken build
+                        raise PluginError(f"snapshots: {page}: the opening figures were not "
+                                          f"drawn in Chromium ({exc})") from None
+                    for wid, fig in figures.items():
+                        drawn[page].setdefault(wid, {})[width] = fig
+                context.close()
+            browser.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return drawn
+
+
+def _picture(site: Path, svg: str) -> str:
+    data = svg.encode("utf-8")
+    name = f"{OUT}/{hashlib.sha256(data).hexdigest()[:20]}.svg"
+    path = site / name
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return name
+
+
+def _box(site: Path, page: str, fig: dict) -> str:
+    """The pictures of one widget's figure, for a page at `page` (its relative links)."""
+    up = "../" * page.count("/")
+    imgs = []
+    for width in VIEWPORTS:
+        for scheme in SCHEMES:
+            src = up + _picture(site, fig[width][scheme])
+            imgs.append(f'<div class="tw-snap tw-snap-{width} tw-snap-{scheme}" '
+                        f'style="background-image:url({src})" elementtiming="tw-snap"></div>')
+    style = (f"--tw-snap-h:{round(fig['wide']['height'])}px;"
+             f"--tw-snap-hn:{round(fig['narrow']['height'])}px")
+    # Hidden from screen readers: the runtime's figure has the label and the text summary.
+    return (f'<div class="tw-snapbox" aria-hidden="true" style="{style}">'
+            f'<div class="tw-snaps">{"".join(imgs)}</div></div>')
+
+
+def on_post_build(config) -> None:
+    """Draw the opening figure of every widget on the site's pages into SVG pictures and put
+    them in the pages (before widget_blocks gzips the pages)."""
+    site = Path(config["site_dir"])
+    texts = {}
+    for path in sorted(site.rglob("index.html")):
+        rel = path.parent.relative_to(site).as_posix()
+        page = "" if rel == "." else rel + "/"
+        if page.startswith("print/"):
+            continue  # the print edition draws its figures for the paper (print.js)
+        text = path.read_text(encoding="utf-8")
+        if 'data-widget="' in text:
+            texts[page] = text
+    if not texts:
+        return
+    drawn_by = _digest(DRAWN_BY)
+    keys, cached, todo = {}, {}, {}
+    for page, text in texts.items():
+        for m in WIDGET.finditer(text):
+            key = hashlib.sha256((drawn_by + page + m.group(1) + m.group(2)).encode()).hexdigest()
+            keys[(page, m.group(1))] = key
+            f = CACHE / f"{key}.json"
+            if f.exists():
+                cached[(page, m.group(1))] = json.loads(f.read_text(encoding="utf-8"))
+            else:
+                todo.setdefault(page, []).append(m.group(1))
+    if todo:
+        sync_playwright, why = _browser()
+        if sync_playwright is None:
+            log.info("snapshots: none drawn (%s); figures show when plotly.js is in", why)
+            return
+        drawn = _draw(site, todo, sync_playwright)
+        CACHE.mkdir(parents=True, exist_ok=True)
+        for page, widgets in drawn.items():
+            for wid, fig in widgets.items():
+                cached[(page, wid)] = fig
+                (CACHE / f"{keys[(page, wid)]}.json").write_text(json.dumps(fig), encoding="utf-8")
+    count = 0
+    for page, text in texts.items():
+        def put(m: re.Match, page=page) -> str:
+            nonlocal count
+            fig = cached.get((page, m.group(1)))
+            if not fig or set(fig) != set(VIEWPORTS):
+                return m.group(0)  # a widget with no figure to draw
+            count += 1
+            return m.group(0)[:-len(m.group(3))] + _box(site, page, fig) + m.group(3)
+
+        new = WIDGET.sub(put, text)
+        (site / page / "index.html").write_text(new, encoding="utf-8")
+    now = sum(len(w) for w in todo.values())
+    log.info("snapshots: %d opening figures as pictures (%d drawn now, %d from .cache/snapshots)",
+             count, now, len(cached) - now)
