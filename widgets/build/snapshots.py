@@ -146,8 +146,20 @@ def _draw(site: Path, pages: dict[str, list[str]], sync_playwright) -> dict:
     return drawn
 
 
+def steady(svg: str) -> str:
+    """`svg` without plotly's random names (its element ids, as `url(#...)` and `href` name them,
+    and its traces' and colour bars' classes), numbered in order instead: the same figure is the same file, so a
+    rebuild keeps its name and a reader's cached copy."""
+    for n, old in enumerate(dict.fromkeys(re.findall(r'\bid="([^"]+)"', svg))):
+        svg = re.sub(r'(?<=[#"])' + re.escape(old) + r'(?=["\')])', f"tw{n}", svg)
+    uids = dict.fromkeys(re.findall(r"\b(?:trace|cb)([0-9a-f]{6})\b", svg))
+    for n, uid in enumerate(uids):  # also inside longer class names (`ycb<uid>tick`)
+        svg = re.sub(r"(?<=[a-z])" + uid, f"u{n}", svg)
+    return svg
+
+
 def _picture(site: Path, svg: str) -> str:
-    data = svg.encode("utf-8")
+    data = steady(svg).encode("utf-8")
     name = f"{OUT}/{hashlib.sha256(data).hexdigest()[:20]}.svg"
     path = site / name
     if not path.exists():
@@ -198,16 +210,17 @@ def on_post_build(config) -> None:
                 cached[(page, m.group(1))] = json.loads(f.read_text(encoding="utf-8"))
             else:
                 todo.setdefault(page, []).append(m.group(1))
-    if todo:
-        sync_playwright, why = _browser()
-        if sync_playwright is None:
-            log.info("snapshots: none drawn (%s); figures show when plotly.js is in", why)
-            return
+    sync_playwright, why = _browser() if todo else (None, "")
+    if why:
+        log.info("snapshots: %d widgets not drawn (%s); their figures show when plotly.js is in",
+                 sum(len(w) for w in todo.values()), why)
+    elif todo:
         drawn = _draw(site, todo, sync_playwright)
         CACHE.mkdir(parents=True, exist_ok=True)
-        for page, widgets in drawn.items():
-            for wid, fig in widgets.items():
-                cached[(page, wid)] = fig
+        for page, wids in todo.items():
+            for wid in wids:
+                # {} for a widget with no figure to draw: kept too, so it is not drawn again
+                fig = cached[(page, wid)] = drawn[page].get(wid, {})
                 (CACHE / f"{keys[(page, wid)]}.json").write_text(json.dumps(fig), encoding="utf-8")
     count = 0
     for page, text in texts.items():
@@ -221,6 +234,6 @@ def on_post_build(config) -> None:
 
         new = WIDGET.sub(put, text)
         (site / page / "index.html").write_text(new, encoding="utf-8")
-    now = sum(len(w) for w in todo.values())
-    log.info("snapshots: %d opening figures as pictures (%d drawn now, %d from .cache/snapshots)",
-             count, now, len(cached) - now)
+    if count:
+        log.info("snapshots: %d opening figures as pictures (%d widgets drawn now, the others "
+                 "from .cache/snapshots)", count, 0 if why else sum(len(w) for w in todo.values()))
