@@ -46,7 +46,7 @@ def throttled_load(browser, url, wait_for=None, link=LINK, **context_args):
 # When the build's picture of a widget's opening figure (widgets/build/snapshots.py) was first
 # painted on screen, ms from navigation: its Element Timing entry (`elementtiming="tw-snap"`),
 # which only an observer reads back; null if none is painted within 20 s (a picture off screen
-# is neither fetched nor painted: `loading="lazy"`).
+# is fetched but not painted).
 PICTURE_PAINTED = """() => new Promise(done => {
   setTimeout(() => done(null), 20000);
   new PerformanceObserver((list, obs) => {
