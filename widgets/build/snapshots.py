@@ -42,7 +42,7 @@ CACHE = ROOT / ".cache" / "snapshots"
 CHROMIUM = os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run", "--disable-sync"]
-OUT = "assets/book/snaps"  # under the site: content-named, so cacheable for ever
+OUT = "assets/book/snaps"  # under the site, each file named after its content
 # The two widths drawn: a desktop's (the figure as most readers see it first) and a phone's
 # (its phone layout: render.js takes it under theme.js's NARROW_PX).
 VIEWPORTS = {"wide": {"width": 1280, "height": 900}, "narrow": {"width": 390, "height": 844}}
