@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from test_runtime_paint import PICTURE_PAINTED
 
-from tests.support.browser import DESKTOP, PHONE, new_page
+from tests.support.browser import DESKTOP, PHONE, new_page, started_without_plotly
 
 pytestmark = pytest.mark.browser
 
@@ -87,11 +87,7 @@ def test_the_picture_is_there_before_plotly_and_the_live_figure_takes_its_place(
     """The reader sees the figure while plotly.js is on its way (held here), in the box plotly's
     figure then fills: the same height, at the same place, and the picture is gone."""
     with new_page(browser, **DESKTOP) as page:
-        held = []
-        page.route("**/plotly.min.js", lambda route: held.append(route))
-        page.goto(server + SCALING, wait_until="domcontentloaded")
-        page.wait_for_function(f"""() => {{ const w = document.querySelector('{W}');
-            return w && w.widget && w.querySelector('.tw-value dd'); }}""", timeout=20_000)
+        held = started_without_plotly(page, server + SCALING, W)
         painted = page.evaluate(PICTURE_PAINTED)  # the picture's Element Timing entry
         assert painted, "the picture was never painted"
         assert held, "plotly.js was not asked for"

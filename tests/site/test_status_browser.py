@@ -19,7 +19,7 @@ import time
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.support.browser import DESKTOP, PHONE, new_page
+from tests.support.browser import DESKTOP, PHONE, new_page, started_without_plotly
 
 pytestmark = pytest.mark.browser
 
@@ -204,11 +204,7 @@ def test_before_plotly_arrives_a_new_settings_figure_says_it_is_being_drawn(brow
     opening figure is now the build's picture meanwhile (test_snapshots_browser.py); a setting
     the reader moves to before plotly.js is in has no picture, and says it is being drawn."""
     with new_page(browser, **DESKTOP) as page:
-        held = []
-        page.route("**/plotly.min.js", lambda route: held.append(route))
-        page.goto(server + SCALING, wait_until="domcontentloaded")
-        page.wait_for_function(f"""() => {{ const w = document.querySelector('{W}');
-            return w && w.widget && w.querySelector('.tw-value dd'); }}""", timeout=20_000)
+        held = started_without_plotly(page, server + SCALING, W)
         assert held, "plotly.js was not asked for"
         first = page.evaluate(f"() => document.querySelector('{W} .tw-value dd').textContent")
         page.locator(f'{W} input[type=range][name="d_k"]').press("ArrowRight")

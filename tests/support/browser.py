@@ -101,3 +101,14 @@ def holds(page, predicate: str, arg=None, timeout_ms: int = 10_000) -> bool:
     except PlaywrightTimeout:
         return False
     return True
+
+
+def started_without_plotly(page, url: str, widget: str) -> list:
+    """Open `url` with plotly.js held back and return once the widget `widget` (a selector) has
+    started and shows its values: the held requests, for the test to let go (`continue_()`)."""
+    held = []
+    page.route("**/plotly.min.js", lambda route: held.append(route))
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_function("""(sel) => { const w = document.querySelector(sel);
+        return w && w.widget && w.querySelector('.tw-value dd'); }""", arg=widget, timeout=20_000)
+    return held
