@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -11,14 +10,15 @@ import pytest
 
 from tests.support.browser import DESKTOP, PHONE, new_page
 from tests.support.server import serve
+from widgets.build import snapshots
 
 # The browser tests share their page helpers (widget_page.py); pytest runs with
 # --import-mode=importlib, which puts no test folder on sys.path by itself.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-CHROMIUM = os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync",
-                 "--disable-quic"]
+# The browser the build draws the opening figures' pictures with (widgets/build/snapshots.py),
+# and its arguments; QUIC off besides, for the tests' throttled links.
+CHROMIUM = snapshots.CHROMIUM
+CHROMIUM_ARGS = [*snapshots.ARGS, "--disable-quic"]
 
 
 @pytest.fixture(scope="session")
