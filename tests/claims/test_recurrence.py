@@ -201,8 +201,13 @@ def per_step(length, width):
 @pytest.mark.parametrize("width", [16, 256, 512])
 def test_a_step_of_the_loop_costs_about_the_same_at_64_and_1024_steps(width):
     short, long = (values(length=n, width=width)["us_per_step"] for n in (64, 1024))
-    if not 0.8 < long / short < 1.25:
-        short, long = per_step(64, width), per_step(1024, width)
+    # One re-timing was not always enough: in CI, and here, a step at width 512 came out 77 to
+    # 114 us from one measurement to the next, either length the slower. Each round can only
+    # lower a length's fastest step, so the rounds keep the fastest seen so far.
+    for _ in range(4):
+        if 0.8 < long / short < 1.25:
+            break
+        short, long = min(short, per_step(64, width)), min(long, per_step(1024, width))
     assert 0.8 < long / short < 1.25, (width, short, long)
 
 

@@ -169,8 +169,10 @@ def test_wrapped_code_keeps_its_indentation_in_print(browser, server):
     its own indentation (plus four columns)."""
     with new_page(browser, viewport={"width": 700, "height": 900}) as pg:
         pg.emulate_media(media="print")
-        pg.goto(server + "/print/")
-        pg.wait_for_function("document.documentElement.dataset.twPrint", timeout=60_000)
+        # (not until "load": with every figure's picture and font in, that ran past 30 s in CI)
+        pg.goto(server + "/print/", wait_until="commit")
+        pg.wait_for_function("document.documentElement.dataset.twPrint", timeout=120_000,
+                             polling=500)
         assert pg.evaluate("document.documentElement.dataset.twPrint") == "ready"
         wrapped = pg.evaluate(WRAPPED_CODE)
         assert wrapped, "no code line wraps on paper (or none is a line of its own)"
@@ -193,7 +195,7 @@ TICKS = """() => [...document.querySelectorAll('.tw-widget[data-widget]')].map(w
       // Two neighbours touch when their text lines come closer than a line's height: for
       // labels turned by an angle, their centres' distance across the lines' direction.
       const texts = [...gd.querySelectorAll(`.${ax._id}tick text`)].filter(t => t.textContent.trim());
-      const turn = texts.length ? /rotate\((-?[\d.]+)/.exec(texts[0].getAttribute('transform') || '') : null;
+      const turn = texts.length ? /rotate\\((-?[\\d.]+)/.exec(texts[0].getAttribute('transform') || '') : null;
       const angle = turn ? Math.abs(+turn[1]) * Math.PI / 180 : 0;
       // (a label turned up from its tick ends at the tick: its box's right edge is its anchor)
       const boxes = texts.map(t => [t.getBoundingClientRect(), parseFloat(getComputedStyle(t).fontSize)])
