@@ -24,9 +24,11 @@ CACHE_SECONDS = 600
 # deploy/nginx/default.conf says it (a test holds the two to one answer): pages revalidate
 # (a redeploy shows at once, and never leaves a reader on a page naming deleted bundles);
 # what carries a hash of its content in its name keeps for a year: Material's bundles, and the
-# folders the build writes the runtime, plotly.js and KaTeX into (widgets/build/assets.py).
+# folders the build writes the runtime, plotly.js and KaTeX into (widgets/build/assets.py), and
+# the pictures of the opening figures, each named after its content (widgets/build/snapshots.py).
 HASHED = (re.compile(r"^/assets/.*\.[0-9a-f]{8}\.min\.(js|css)$"),
-          re.compile(r"^/assets/(book|vendor)/[a-z]+-[0-9a-f]{10}/"))
+          re.compile(r"^/assets/(book|vendor)/[a-z]+-[0-9a-f]{10}/"),
+          re.compile(r"^/assets/book/snaps/[0-9a-f]{20}\.svg$"))
 
 
 def cache_control(uri: str) -> str:

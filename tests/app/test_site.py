@@ -140,6 +140,26 @@ def test_every_script_a_page_loads_is_content_hashed_and_kept_a_year(site_client
     assert page.headers["Cache-Control"] == "no-cache" == _nginx_says("/chapters/scaling/")
 
 
+PICTURE = re.compile(r'background-image:url\(([^)]+\.svg)\)')
+
+
+def test_the_opening_figures_pictures_are_kept_a_year(site_client, built_site):
+    """The pictures a page shows before plotly.js draws (widgets/build/snapshots.py) are named
+    after their content, so Flask and nginx both let a browser keep them a year: a page that
+    is revisited shows its pictures from the browser's cache, without asking again."""
+    pictures = set()
+    for page in sorted(built_site.rglob("index.html")):
+        folder = "/" + page.parent.relative_to(built_site).as_posix()
+        for src in PICTURE.findall(page.read_text(encoding="utf-8")):
+            pictures.add(posixpath.normpath(posixpath.join(folder, src)))
+    assert len(pictures) > 50, len(pictures)  # four per widget with a figure
+    for uri in sorted(pictures):
+        assert uri.startswith("/assets/book/snaps/"), uri
+        response = site_client.get(uri)
+        assert response.status_code == 200 and response.mimetype == "image/svg+xml", uri
+        assert response.headers["Cache-Control"] == IMMUTABLE == _nginx_says(uri), uri
+
+
 def test_the_sitemap_names_the_address_the_reader_asked_for(site_client, built_site):
     """Material's instant navigation follows only links to pages the sitemap lists, port and
     path included: the build's placeholder becomes the reader's own address, and pages carry
