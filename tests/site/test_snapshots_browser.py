@@ -24,12 +24,12 @@ SCALING = "/chapters/scaling/#widget-attention_scaling"
 W = '[data-widget="attention_scaling"]'
 
 # Of one widget: the pictures shown (their variant classes), whether each has been fetched, the
-# height of the box they fill, and the plot's box once the runtime has put them in it.
+# height of the (first) one shown, and the plot's box once the runtime has put them in it.
 LOADED = """const loaded = (i) => { const url = (getComputedStyle(i).backgroundImage.match(/url\\("(.*)"\\)/) || [])[1];
   return !!url && performance.getEntriesByName(url).some(e => e.responseEnd > 0); };"""
 SNAPS = """(sel) => { """ + LOADED + """ const w = document.querySelector(sel);
   const shown = [...w.querySelectorAll('.tw-snap')].filter(i => getComputedStyle(i).display !== 'none');
-  const box = w.querySelector('.tw-snaps'), plot = w.querySelector('.tw-plot');
+  const box = shown[0], plot = w.querySelector('.tw-plot');
   return {shown: shown.map(i => [...i.classList].filter(c => c !== 'tw-snap').sort().join(' ')),
           loaded: shown.map(loaded),
           box: box ? box.getBoundingClientRect().height : null,
@@ -154,3 +154,48 @@ def test_when_plotly_never_comes_the_picture_stays_and_says_why(browser, server)
             document.querySelector('{W} .tw-plot').textContent)""", timeout=20_000)
         got = page.evaluate(SNAPS, W)
         assert got["shown"] == ["tw-snap-light tw-snap-wide"] and got["inPlot"], got
+
+
+# Of each widget: where its shown picture is, or its drawn figure once there is one, and where
+# what follows the widget starts (page coordinates).
+PLACES = """() => Object.fromEntries([...document.querySelectorAll('[data-widget]')].map(w => {
+    const shown = [...w.querySelectorAll('.tw-snap')].find(i => getComputedStyle(i).display !== 'none');
+    const svg = w.querySelector('.tw-plot .main-svg');
+    const at = (e) => e ? Math.round(e.getBoundingClientRect().top + scrollY) : null;
+    return [w.id, {figure: at(svg || shown), after: at(w.nextElementSibling)}];
+}))"""
+
+
+SAMPLE = ["/chapters/attention-maps/", "/chapters/positions/", "/chapters/block/",
+          "/chapters/scaling/"]
+
+
+@pytest.mark.parametrize("width", ["wide", "narrow"])
+def test_nothing_moves_when_the_widgets_start(browser, server, built_site, width):
+    """At the widths the pictures were drawn at, each picture keeps the room the widget's title,
+    controls and readouts take once it starts: the live figure is drawn where its picture was,
+    and the text after the widget stays where it was at the first paint. (The build measures
+    every widget alike; four pages, eleven widgets, keep this to a minute.)"""
+    from widgets.build.snapshots import VIEWPORTS
+
+    pages = _widget_pages(built_site)
+    for path in SAMPLE:
+        assert path in pages, path
+        places = []
+        for scripts in (False, True):
+            with new_page(browser, viewport=VIEWPORTS[width]) as page:
+                if not scripts:  # the page as first painted: the book's runtime not started
+                    page.route("**/runtime-*/main.js", lambda route: route.abort())
+                page.goto(server + path, wait_until="load")
+                page.evaluate("document.fonts.ready")
+                if scripts:
+                    page.wait_for_function("""() => [...document.querySelectorAll(
+                        '[data-widget]')].every(w => w.querySelector('.tw-plot .main-svg')
+                        || !w.querySelector('.tw-snapbox, .tw-plot'))""", timeout=30_000)
+                places.append(page.evaluate(PLACES))
+        first, started = places
+        for wid in first:
+            if first[wid]["figure"] is None:
+                continue  # no picture (a widget with no opening figure)
+            assert abs(started[wid]["figure"] - first[wid]["figure"]) <= 2, (path, wid, places)
+            assert abs(started[wid]["after"] - first[wid]["after"]) <= 2, (path, wid, places)

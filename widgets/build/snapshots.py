@@ -73,7 +73,16 @@ DRAW = """async (schemes) => {
       const { width, height } = gd._fullLayout;
       const url = await window.Plotly.toImage(gd, { format: "svg", width, height });
       const svg = decodeURIComponent(url.slice(url.indexOf(",") + 1));
-      (out[r.id] = out[r.id] || { height })[name] = svg;
+      if (!out[r.id]) {
+        // What the widget puts above its figure (title, controls) and below it (readouts),
+        // inside the widget's padding: the pictures keep that room until the widget starts.
+        const box = r.getBoundingClientRect(), plot = gd.getBoundingClientRect();
+        const cs = getComputedStyle(r);
+        const top = box.top + parseFloat(cs.paddingTop) + parseFloat(cs.borderTopWidth);
+        const bottom = box.bottom - parseFloat(cs.paddingBottom) - parseFloat(cs.borderBottomWidth);
+        out[r.id] = { height, above: plot.top - top, below: bottom - (plot.top + height) };
+      }
+      out[r.id][name] = svg;
     }
   }
   return out;
@@ -168,6 +177,10 @@ def _picture(site: Path, svg: str) -> str:
     return name
 
 
+def room(px: float) -> int:
+    return max(0, round(px))
+
+
 def _box(site: Path, page: str, fig: dict) -> str:
     """The pictures of one widget's figure, for a page at `page` (its relative links)."""
     up = "../" * page.count("/")
@@ -177,8 +190,10 @@ def _box(site: Path, page: str, fig: dict) -> str:
             src = up + _picture(site, fig[width][scheme])
             imgs.append(f'<div class="tw-snap tw-snap-{width} tw-snap-{scheme}" '
                         f'style="background-image:url({src})" elementtiming="tw-snap"></div>')
-    style = (f"--tw-snap-h:{round(fig['wide']['height'])}px;"
-             f"--tw-snap-hn:{round(fig['narrow']['height'])}px")
+    wide, narrow = fig["wide"], fig["narrow"]
+    style = (f"--tw-snap-h:{round(wide['height'])}px;--tw-snap-hn:{round(narrow['height'])}px;"
+             f"--tw-snap-a:{room(wide['above'])}px;--tw-snap-an:{room(narrow['above'])}px;"
+             f"--tw-snap-b:{room(wide['below'])}px;--tw-snap-bn:{room(narrow['below'])}px")
     # Hidden from screen readers: the runtime's figure has the label and the text summary.
     return (f'<div class="tw-snapbox" aria-hidden="true" style="{style}">'
             f'<div class="tw-snaps">{"".join(imgs)}</div></div>')
