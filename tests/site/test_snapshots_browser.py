@@ -126,23 +126,26 @@ def test_a_phone_in_the_dark_scheme_gets_the_phone_layouts_dark_picture(browser,
 
 def test_a_link_to_another_setting_never_shows_the_opening_figure(browser, server):
     """A shared link's setting is not the opening figure's: its picture is hidden from the first
-    paint (the page's head script), and the runtime drops it for the link's placeholder; the
-    page's other widget shows its own picture once the runtime is up."""
+    paint (the page's head script), its room kept, and the runtime drops it for the link's
+    placeholder; the page's other widget shows its own picture once the runtime is up."""
     url = server + "/chapters/block/?rmsnorm.offset=7#widget-rmsnorm"
-    boxes = """() => Object.fromEntries([...document.querySelectorAll('[data-widget]')].map(w =>
-        [w.dataset.widget, [...w.querySelectorAll('.tw-snapbox')].map(b =>
-            getComputedStyle(b).display)]))"""
+    shown = """() => Object.fromEntries([...document.querySelectorAll('[data-widget]')].map(w =>
+        [w.dataset.widget, [...w.querySelectorAll('.tw-snap')].filter(i =>
+            i.checkVisibility({visibilityProperty: true})).length]))"""
+    tall = """() => [...document.querySelectorAll('[data-widget]')].map(w =>
+        w.getBoundingClientRect().height)"""
     for link in (url, url.replace("rmsnorm.offset", "rmsnorm%2Eoffset")):  # the runtime reads both
         with new_page(browser, **DESKTOP) as page:
             page.route("**/runtime-*/main.js", lambda route: route.abort())
             page.goto(link, wait_until="load")
-            assert page.evaluate(boxes) == {"rmsnorm": ["none"], "mlp": ["none"]}, link
+            assert page.evaluate(shown) == {"rmsnorm": 0, "mlp": 0}, link
+            assert min(page.evaluate(tall)) > 600, link  # the widgets' room, not an empty strip
     with new_page(browser, **DESKTOP) as page:
         page.route("**/plotly.min.js", lambda route: None)  # never answered: no live figure
         page.goto(url, wait_until="domcontentloaded")
         page.wait_for_function("""() => [...document.querySelectorAll('[data-widget]')]
             .every(w => w.widget)""", timeout=20_000)
-        assert page.evaluate(boxes) == {"rmsnorm": [], "mlp": ["block"]}
+        assert page.evaluate(shown) == {"rmsnorm": 0, "mlp": 1}
         assert page.locator('[data-widget="rmsnorm"] .tw-placeholder').count() == 1
 
 
