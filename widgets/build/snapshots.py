@@ -46,6 +46,12 @@ OUT = "assets/book/snaps"  # under the site, each file named after its content
 # The two widths drawn: a desktop's (the figure as most readers see it first) and a phone's
 # (its phone layout: render.js takes it under theme.js's NARROW_PX).
 VIEWPORTS = {"wide": {"width": 1280, "height": 900}, "narrow": {"width": 390, "height": 844}}
+# The room around the figure (title and controls above, readouts below) changes with the width
+# the widget is laid out at: it is also measured in these windows, after drawing in the one
+# above, and runtime.css takes each in a band of window widths around it (Material's layout
+# changes at 1220 px, its font size at 1600 px). Each width costs about 10 s of build: 768 px,
+# within 50 px of 1024's room for every widget, is left to 1024's band.
+ROOM_AT = {"wide": (1920, 1440, 1024), "narrow": (360,)}
 SCHEMES = {"light": "default", "dark": "slate"}
 # What draws a figure besides its baked data: the runtime, plotly.js, the page's styles and
 # colours. A change to any of them draws every figure again.
@@ -57,10 +63,21 @@ WIDGET = re.compile(r'<div class="tw-widget[^"]*" data-widget="[^"]+" id="([^"]+
                     r'(<template class="tw-data">.*?</template>)'
                     r'(<noscript>This interactive figure needs JavaScript\.</noscript></div>)', re.S)
 
+# Of a widget (its root, its plot, the figure's height): what it puts above its figure (title,
+# controls) and below it (readouts), inside its padding. The pictures keep that room until the
+# widget starts, so nothing moves then.
+ROOM = """(r, gd, height) => {
+  const box = r.getBoundingClientRect(), plot = gd.getBoundingClientRect();
+  const cs = getComputedStyle(r);
+  const top = box.top + parseFloat(cs.paddingTop) + parseFloat(cs.borderTopWidth);
+  const bottom = box.bottom - parseFloat(cs.paddingBottom) - parseFloat(cs.borderBottomWidth);
+  return [plot.top - top, bottom - (plot.top + height)];
+}"""
 # In the page: every widget's figure once drawn (or none to draw), then each figure in each
-# scheme as plotly.js exports it (its own SVG, at the size it was drawn).
+# scheme as plotly.js exports it (its own SVG, at the size it was drawn), and its room.
 DRAW = """async (schemes) => {
-  await document.fonts.ready;  // the room measured below is the text's in the book's fonts
+  await document.fonts.ready;  // the room is the text's in the book's fonts
+  const room = """ + ROOM + """;
   const roots = [...document.querySelectorAll("[data-widget]")];
   const out = {};
   for (const [name, scheme] of Object.entries(schemes)) {
@@ -75,16 +92,23 @@ DRAW = """async (schemes) => {
       const url = await window.Plotly.toImage(gd, { format: "svg", width, height });
       const svg = decodeURIComponent(url.slice(url.indexOf(",") + 1));
       if (!out[r.id]) {
-        // What the widget puts above its figure (title, controls) and below it (readouts),
-        // inside the widget's padding: the pictures keep that room until the widget starts.
-        const box = r.getBoundingClientRect(), plot = gd.getBoundingClientRect();
-        const cs = getComputedStyle(r);
-        const top = box.top + parseFloat(cs.paddingTop) + parseFloat(cs.borderTopWidth);
-        const bottom = box.bottom - parseFloat(cs.paddingBottom) - parseFloat(cs.borderBottomWidth);
-        out[r.id] = { height, above: plot.top - top, below: bottom - (plot.top + height) };
+        const [above, below] = room(r, gd, height);
+        out[r.id] = { height, above, below, rooms: {} };
       }
       out[r.id][name] = svg;
     }
+  }
+  return out;
+}"""
+# In the page, its window just resized: each widget's room, once the page has laid out again
+# (the room is the page's HTML; the figure keeps its height).
+ROOM_NOW = """async () => {
+  const room = """ + ROOM + """;
+  for (let i = 0; i < 2; i++) await new Promise((done) => requestAnimationFrame(done));
+  const out = {};
+  for (const r of document.querySelectorAll("[data-widget]")) {
+    const gd = r.querySelector(".tw-plot.js-plotly-plot");
+    if (gd) out[r.id] = room(r, gd, gd._fullLayout.height);
   }
   return out;
 }"""
@@ -155,6 +179,11 @@ def _draw(site: Path, pages: dict[str, list[str]], sync_playwright) -> dict:
                     except Exception as exc:  # a page whose figures cannot be drawn: a broken build
                         raise PluginError(f"snapshots: {page}: the opening figures were not "
                                           f"drawn in Chromium ({exc})") from None
+                    for other in ROOM_AT[width]:
+                        pg.set_viewport_size({**VIEWPORTS[width], "width": other})
+                        for wid, room in pg.evaluate(ROOM_NOW).items():
+                            figures[wid]["rooms"][str(other)] = room
+                    pg.set_viewport_size(VIEWPORTS[width])
                     for wid, fig in figures.items():
                         drawn[page].setdefault(wid, {})[width] = fig
             browser.close()
@@ -203,6 +232,9 @@ def _box(site: Path, page: str, fig: dict) -> str:
     style = (f"--tw-snap-h:{round(wide['height'])}px;--tw-snap-hn:{round(narrow['height'])}px;"
              f"--tw-snap-a:{room(wide['above'])}px;--tw-snap-an:{room(narrow['above'])}px;"
              f"--tw-snap-b:{room(wide['below'])}px;--tw-snap-bn:{room(narrow['below'])}px")
+    for width in VIEWPORTS:
+        for at, (above, below) in fig[width]["rooms"].items():
+            style += f";--tw-snap-a{at}:{room(above)}px;--tw-snap-b{at}:{room(below)}px"
     # Hidden from screen readers: the runtime's figure has the label and the text summary.
     return (f'<div class="tw-snapbox" aria-hidden="true" style="{style}">'
             f'<div class="tw-snaps">{"".join(imgs)}</div></div>')
