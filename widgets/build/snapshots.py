@@ -160,8 +160,8 @@ def _draw(site: Path, pages: dict[str, list[str]], sync_playwright) -> dict:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             # One tab per width, both loading the same page at once, so one draws while the
-            # other loads (here: 95-99 s for the book's 18 pages, 102 s one after the other;
-            # a page takes 2-4 s to start its widgets, its figures 0.4-2.7 s to draw).
+            # other loads (here, before the rooms at ROOM_AT: 95-99 s for the book's 18 pages,
+            # 102 s one after the other; with them, 141 s).
             tabs = {}
             for width, viewport in VIEWPORTS.items():
                 context = browser.new_context(viewport=viewport, color_scheme="light")
