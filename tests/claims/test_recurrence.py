@@ -175,7 +175,7 @@ def holds(claim, *settings):
     `settings`; where the page's timings break it, over the same settings re-timed with pooled
     runs (load only adds time, so pooling brings each nearer the undisturbed machine)."""
     got = [values(length=n, width=d)[key] for n, d, key in settings]
-    # more runs each round (CI once broke "under 12 times" at 12.4 after one round of two)
+    # more runs each round: one round of two was not always enough on a loaded machine
     for fresh in (2, 4, 8):
         if claim(*got):
             break
