@@ -223,13 +223,15 @@ def test_past_a_few_dozen_steps_both_times_grow_with_the_length(width, key):
 
 
 # "At width 16 ... the product's time at 64 rows is still largely its fixed cost: sixteen times
-# the rows take it from 0.012 ms to 0.11 ms, well short of sixteen times as long, so there the
-# speed-up is still climbing, by more than half from 64 steps to 1,024." (It said "more than
-# doubles", and the product "only a few times slower": whole-run timings of the loop at 1,024
-# steps carried load; timed by stretches the rise was 1.7x and the product 9x slower.)
+# the rows take it from 0.012 ms to 0.11 ms, well short of sixteen times as long, while the
+# loop's time grows about sixteen times. So there the speed-up is still climbing from 64 steps
+# to 1,024, and by more than at widths 256 and 512." (It said "by more than half": 1.7x here,
+# but a CI machine measured 34.5x to 47.7x, 1.38x, after re-timing. "Still climbing" is read as
+# a rise of a fifth or more, larger than the rise, or fall, at the two wider widths.)
 def test_at_width_16_the_speedup_is_still_climbing():
     holds(lambda short, long: long < 12 * short, (64, 16, "ms_parallel"), (1024, 16, "ms_parallel"))
-    holds(lambda short, long: long > 1.5 * short, (64, 16, "speedup"), (1024, 16, "speedup"))
+    holds(lambda a, b, c, d, e, f: b > 1.2 * a and b / a > d / c and b / a > f / e,
+          *[(n, width, "speedup") for width in (16, 256, 512) for n in (64, 1024)])
 
 
 # "At width 16 ... a step of the loop took 7.6 µs. That is the framework's fixed cost per step
