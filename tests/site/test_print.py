@@ -18,6 +18,8 @@ import pytest
 import yaml
 from bs4 import BeautifulSoup
 
+from tests.support.pdf import page_texts
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -156,9 +158,9 @@ def browser_pdf(browser_pdf_file):
 
 
 @pytest.fixture(scope="module")
-def browser_print(browser_pdf):
+def browser_print(browser_pdf_file):
     """Each page's text, of that print."""
-    return [p.extract_text() for p in browser_pdf]
+    return page_texts(browser_pdf_file)
 
 
 def text_heights(pdf_page) -> list[tuple[str, float]]:
@@ -212,13 +214,10 @@ def test_no_near_empty_page_around_the_sources_notes(browser_print, browser_pdf,
 
 
 def test_the_pdf(print_page, printer, book, sources, browser_pdf_file):
-    from pypdf import PdfReader
-
     # the chapters' pages in the browser's own print to start from: `make pdf`'s second print,
     # where they are the same (print_book still prints until they hold)
     pdf, numbers = printer.print_book(print_page, browser_pdf_file)
-    reader = PdfReader(io.BytesIO(pdf))
-    texts = [p.extract_text() for p in reader.pages]
+    texts = page_texts(pdf)
     pages = [norm(text) for text in texts]
     chapters = nav_pages()
     assert len(pages) > len(chapters)
