@@ -44,10 +44,13 @@ ALONE = {"timing": "timing or threads"}
 ONE_THREAD = {"OMP_NUM_THREADS": "1"}
 # How often to say which lanes are still running (CI prints nothing else meanwhile).
 HEARTBEAT_S = 60
+# How many of each lane's slowest test files to list at the end.
+SLOWEST = 15
 
 
-def command(mark: str, args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-m", mark, *args]
+def command(mark: str, args: list[str], junit: Path | None = None) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-m", mark,
+            *([f"--junitxml={junit}"] if junit else []), *args]
 
 
 def _shown(cmd: list[str]) -> str:
@@ -94,15 +97,37 @@ def _run(args: list[str], env: dict, logs: Path) -> int:
     codes: dict[str, int] = {}
     side = 0.0
     for together, extra in ((SIDE_BY_SIDE, ONE_THREAD), (ALONE, {})):
-        codes |= _wait([Lane(name, command(mark, args), {**env, **extra}, logs / f"{name}.log")
+        codes |= _wait([Lane(name, command(mark, args, logs / f"{name}.xml"), {**env, **extra},
+                             logs / f"{name}.log")
                         for name, mark in together.items()], t0)
         side = side or time.monotonic() - t0
+    for name in codes:
+        where = logs / f"{name}.xml"
+        if where.is_file():
+            print(f"\nlane {name}, its slowest files:\n" + "\n".join(
+                f"{seconds:7.0f} s  {file}" for file, seconds in by_file(where)[:SLOWEST]))
     for name in [n for n, c in codes.items() if c != 0]:
         print(f"\nlane {name}, again:\n{summary((logs / f'{name}.log').read_text(errors='replace'))}")
     print(f"\nlanes: {', '.join(f'{n} exit {c}' for n, c in codes.items())}; side by side "
           f"{side:.0f} s, in all {time.monotonic() - t0:.0f} s", flush=True)
     # 5 (no test collected) fails too: a lane that selects nothing is a mistake in this file
     return next((c for c in codes.values() if c != 0), 0)
+
+
+def by_file(junit: Path) -> list[tuple[str, float]]:
+    """Seconds per test file (setup, call and teardown: junit's time), the slowest first, from
+    a lane's junit XML. Printed at the very end, where CI's report of the output keeps it: the
+    ends of each lane's log list its slowest tests only, and a file's many fast tests are where
+    a lane's time hides as often."""
+    import xml.etree.ElementTree as ET
+
+    seconds: dict[str, float] = {}
+    for case in ET.parse(junit).iter("testcase"):
+        parts = case.get("classname", "").split(".")  # tests.site.test_print[.TestClass]
+        module = next((i for i, part in enumerate(parts) if part.startswith("test_")), len(parts) - 1)
+        file = "/".join(parts[:module + 1]) + ".py"
+        seconds[file] = seconds.get(file, 0.0) + float(case.get("time") or 0)
+    return sorted(seconds.items(), key=lambda kv: -kv[1])
 
 
 def summary(log: str) -> str:

@@ -53,3 +53,16 @@ def test_a_failed_lanes_summary_is_its_short_test_summary():
     assert got.startswith("=====") and "FAILED tests/a.py::test_x - assert 1 == 2" in got
     assert "E   assert" not in got
     assert lanes.summary("collection crashed\n" * 400).endswith("collection crashed")
+
+
+def test_the_slowest_files_add_up_each_files_tests(tmp_path):
+    junit = tmp_path / "lane.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.site.test_print" name="test_a" time="2.5" />'
+        '<testcase classname="tests.app.test_x.TestGroup" name="test_b" time="4.0" />'
+        '<testcase classname="tests.site.test_print" name="test_c" time="2.0" />'
+        '<testcase classname="tests.test_lanes" name="test_d" />'
+        '</testsuite></testsuites>')
+    assert lanes.by_file(junit) == [("tests/site/test_print.py", 4.5),
+                                    ("tests/app/test_x.py", 4.0), ("tests/test_lanes.py", 0.0)]
