@@ -23,6 +23,7 @@ from functools import lru_cache
 
 import torch
 
+from backend.compute.kept import kept
 from backend.compute.spec import Depends, Output, Param, WidgetSpec
 from backend.compute.style import COLORS, base_layout
 from backend.reference import training as tr
@@ -331,6 +332,7 @@ def sci(x: float) -> str:
 
 
 @lru_cache(maxsize=1)
+@kept("train_live.facts")
 def _facts() -> dict:
     # lists, read by position in the prose ("init.2.loss"): the stds and depths are inside
     init = [{"std": std, **_init_stats(std, 2, True)} for std in INIT_STDS]
