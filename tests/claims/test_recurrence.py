@@ -228,7 +228,7 @@ def test_past_a_few_dozen_steps_both_times_grow_with_the_length(width, key):
 # 64 steps to 1,024, and by more than at widths 256 and 512."
 # A rise of r times leaves (16 - r) / 15 of the time at 64 rows to the fixed cost; r was 9.4 to
 # 12.9 from one machine and day to another, and the speed-up's rise about 1.2x to 1.7x. The bounds are
-# what held on all of them; at widths 256 and 512 the speed-up falls (0.78x and 0.82x here).
+# what held on all of them; at widths 256 and 512 the speed-up moved by 0.78x to 1.17x.
 def test_at_width_16_the_speedup_is_still_climbing():
     holds(lambda short, long: long < 15 * short, (64, 16, "ms_parallel"), (1024, 16, "ms_parallel"))
     holds(lambda a, b, c, d, e, f: b > 1.1 * a and b / a > d / c and b / a > f / e,
