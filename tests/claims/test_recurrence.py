@@ -190,8 +190,7 @@ def holds(claim, *settings):
 # run was pre-empted somewhere, so the loop's column was mostly load. The loop is now timed
 # stretch by stretch; on an idle machine the speed-up moved from 4.2x to 4.5x at width 256.)
 # "Steeply": more than 2.5 times over the first 63 steps, where the next 960 add under half. At
-# width 512 single measurements of the first rise came out 2.9x to 3.4x here, and the file failed
-# once on "more than 3 times".
+# width 512 single measurements of the first rise came out 2.9x to 3.4x here.
 @pytest.mark.parametrize("width", [256, 512])
 def test_at_widths_256_and_512_the_speedup_rises_steeply_and_stops_rising(width):
     holds(lambda one, sixty_four: sixty_four > 2.5 * one,
