@@ -18,7 +18,6 @@ import functools
 import hashlib
 import json
 import logging
-import math
 import os
 from pathlib import Path
 
@@ -71,13 +70,3 @@ def kept(name: str):
         return read_or_compute
     return wrap
 
-
-def same(a, b) -> bool:
-    """Equal as JSON carries them, NaN equal to NaN (tests: a kept result against a fresh one)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-        return True
-    return a == b

@@ -225,7 +225,7 @@ def test_past_a_few_dozen_steps_both_times_grow_with_the_length(width, key):
 
 
 # "At width 16 a row is so little arithmetic that the product's fixed cost still counts at 64
-# rows: sixteen times the rows take it from 0.012 ms to 0.11 ms, less than sixteen times as long,
+# rows: sixteen times the rows take it from ... ms to ... ms, less than sixteen times as long,
 # while the loop's time grows about sixteen times. So there the speed-up is still climbing from
 # 64 steps to 1,024, and by more than at widths 256 and 512."
 # A rise of r times leaves (16 - r) / 15 of the time at 64 rows to the fixed cost; r was 9.4 to
