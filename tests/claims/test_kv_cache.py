@@ -268,11 +268,8 @@ def test_the_random_models_fixed_cost_per_call_dominates_its_rows():
     assert all_at_once < 400 * one / 5
 
 
-def test_the_notebooks_bare_tensor_model_gains_more_at_400_steps():
-    """Exercise 1 measures 'a larger speed-up at the same 400 steps than the widget does'.
-
-    'Far larger' (1.5x the widget's) held here but not on a CI machine (3.5x against 2.5x), so
-    the sentence claims only the order."""
+def _notebook():
+    """The KV-cache notebook's first two cells run: its model, and n = 400 both ways."""
     nb = json.loads((ROOT / "docs/exercises/llm101-08-kv-cache.ipynb").read_text())
     code = [''.join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
     ns: dict = {}
@@ -283,9 +280,27 @@ def test_the_notebooks_bare_tensor_model_gains_more_at_400_steps():
             exec(code[1], ns)  # noqa: S102 -- n = 400, both ways
     finally:
         torch.set_num_threads(before)
+    return ns
+
+
+def test_the_notebooks_bare_tensor_model_also_gains_only_a_few_times():
+    """'Its speed-up at 400 steps is also a few times, not hundreds, because each of those
+    operations is itself a call with a fixed cost, and at width 32 a row of arithmetic costs less
+    than that.'
+
+    An earlier sentence said the bare-tensor loop gains more than the widget's modules. That held
+    here (3.5x against 2.5x) and failed on a CI machine (2.8x against 2.9x): the two are the
+    same few times, and the sentence no longer orders them."""
+    ns = _notebook()
     assert (ns["rows_no"], ns["rows_c"]) == (80_200, 400) and ns["ids_no"] == ns["ids_c"]
     notebook = ns["ms_no"] / ns["ms_c"]
-    assert notebook > values()["speedup"]
+    assert 1.5 < notebook < ns["rows_no"] / ns["rows_c"] / 10
+    # the fixed cost: a step over 400 positions costs a small fraction of 400 one-position steps
+    ids = torch.zeros(400, dtype=torch.long)
+    with measure.one_cpu_thread("cpu"), torch.no_grad():
+        all_at_once = _median_ms(lambda: ns["logits_of"](ids, 0))
+        one = _median_ms(lambda: ns["logits_of"](ids[:1], 0))
+    assert all_at_once < 400 * one / 5
 
 
 def test_output_tokens_are_priced_above_input_in_the_linked_example():
