@@ -10,6 +10,7 @@ from mkdocs.exceptions import PluginError
 
 from tests.support.build import stops_the_build
 from widgets.build import macros
+from widgets.build.widget_blocks import LAND
 
 CALL = '{{ value("attention_scaling", "var_unscaled", fmt=".1f", d_k=64) }}'
 
@@ -138,7 +139,8 @@ def test_a_widget_fence_becomes_the_widget(hook):
                           'id="widget-attention_scaling" data-key="attention_scaling">'
                           '<template class="tw-data"><script type="application/json" '
                           'class="tw-config">')
-    assert out.endswith("<noscript>This interactive figure needs JavaScript.</noscript></div>")
+    assert out.endswith("<noscript>This interactive figure needs JavaScript.</noscript></div>"
+                        + LAND)
     assert '"start":{"d_k":128,' in out
 
 

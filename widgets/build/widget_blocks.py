@@ -194,7 +194,16 @@ def render_widget_block(body: str, where: str, instances: dict | None = None) ->
     return (f'<div class="tw-widget{wide}" data-widget="{html.escape(name)}" '
             f'id="{widget_id(key)}" data-key="{html.escape(key)}">'
             f'{data_block("tw-config", data)}'
-            f'<noscript>This interactive figure needs JavaScript.</noscript></div>')
+            f'<noscript>This interactive figure needs JavaScript.</noscript></div>{LAND}')
+
+
+# A link to a widget (#widget-key) opens the page on it as soon as the parser has it. The browser
+# scrolls to a fragment only after the whole page is parsed and its scripts have run, seconds
+# later on a slow machine; the reader saw the chapter's top until then, and the figure's picture
+# waited. The runtime's landOnWidget (page.js) lands again once the figures above are drawn.
+LAND = ('<script>(function (w) { if (location.hash === "#" + w.id && !window.scrollY) '
+        'w.scrollIntoView({ block: "start" }); })(document.currentScript.previousElementSibling);'
+        '</script>')
 
 
 def wide_figure(figure: dict) -> bool:
