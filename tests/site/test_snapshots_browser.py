@@ -118,6 +118,35 @@ def test_a_link_to_a_widget_opens_on_it_before_the_page_has_finished_parsing(bro
         assert at["y"] > 0 and 0 <= at["top"] < 100, at
 
 
+@pytest.mark.parametrize("device", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_room_above_the_picture_shows_the_widgets_title_where_the_runtime_puts_it(browser,
+                                                                                     server,
+                                                                                     device):
+    """Before the runtime starts, the room above the picture is not blank: it shows the widget's
+    title, as the runtime writes it and where the runtime then puts its own (on a phone, beside
+    buttons 44 px tall)."""
+    title = f"""() => document.fonts.ready.then(() => [...document.querySelectorAll(
+        '{W} .tw-title')].filter(t => t.checkVisibility()).map(t => {{
+          const r = t.getBoundingClientRect();
+          return {{text: t.textContent, top: r.top + scrollY, left: r.left,
+                   snap: !!t.closest('.tw-snapbox')}}; }}))"""
+    with new_page(browser, **device) as page:
+        page.route("**/runtime-*/main.js", lambda route: route.abort())
+        page.goto(server + SCALING, wait_until="load")
+        (before,) = page.evaluate(title)
+        picture = page.evaluate(f"""() => [...document.querySelectorAll('{W} .tw-snap')]
+            .find(i => i.checkVisibility()).getBoundingClientRect().top + scrollY""")
+    with new_page(browser, **device) as page:
+        page.goto(server + SCALING, wait_until="load")
+        page.wait_for_selector(f"{W} .tw-plot .main-svg", timeout=30_000)
+        (after,) = page.evaluate(title)
+    assert before["snap"] and not after["snap"]
+    assert before["text"] == after["text"] == "Figure 3.3 \u2014 Why divide by \u221ad\u2096"
+    assert before["top"] < picture
+    assert abs(before["top"] - after["top"]) < 1 and abs(before["left"] - after["left"]) < 1, (
+        before, after)
+
+
 def test_a_phone_in_the_dark_scheme_gets_the_phone_layouts_dark_picture(browser, server):
     """The picture follows the scheme Material sets (here from the system's) and the phone
     layout the runtime takes under its width; the live figure is as tall as that picture."""

@@ -93,7 +93,8 @@ DRAW = """async (schemes) => {
       const svg = decodeURIComponent(url.slice(url.indexOf(",") + 1));
       if (!out[r.id]) {
         const [above, below] = room(r, gd, height);
-        out[r.id] = { height, above, below, rooms: {} };
+        const head = r.querySelector(".tw-head");
+        out[r.id] = { height, above, below, rooms: {}, head: head ? head.outerHTML : "" };
       }
       out[r.id][name] = svg;
     }
@@ -219,8 +220,17 @@ def room(px: float) -> int:
     return max(0, round(px))
 
 
+def _head(html: str) -> str:
+    """The widget's head as the runtime wrote it in the build's Chromium (its title, buttons and
+    status), for the room above the picture: the same markup, so the same place at any width
+    (runtime.css shows its title only). Without ids, which the runtime's own head has, nor links
+    and tips, which are the runtime's to give."""
+    return re.sub(r'\s(?:id|aria-\w+|for|href|title|download)="[^"]*"', "", html)
+
+
 def _box(site: Path, page: str, fig: dict) -> str:
-    """The pictures of one widget's figure, for a page at `page` (its relative links)."""
+    """The pictures of one widget's figure, for a page at `page` (its relative links), under the
+    widget's head (`_head`)."""
     up = "../" * page.count("/")
     imgs = []
     for width in VIEWPORTS:
@@ -235,9 +245,10 @@ def _box(site: Path, page: str, fig: dict) -> str:
     for width in VIEWPORTS:
         for at, (above, below) in fig[width]["rooms"].items():
             style += f";--tw-snap-a{at}:{room(above)}px;--tw-snap-b{at}:{room(below)}px"
-    # Hidden from screen readers: the runtime's figure has the label and the text summary.
-    return (f'<div class="tw-snapbox" aria-hidden="true" style="{style}">'
-            f'<div class="tw-snaps">{"".join(imgs)}</div></div>')
+    # Hidden from screen readers and inert: the runtime's widget has the label, the title, the
+    # working buttons and the text summary.
+    return (f'<div class="tw-snapbox" aria-hidden="true" inert style="{style}">'
+            f'<div class="tw-snaps">{_head(wide.get("head", ""))}{"".join(imgs)}</div></div>')
 
 
 def on_post_build(config) -> None:
