@@ -82,13 +82,15 @@ def test_the_default_is_the_notebooks_400_steps_counted_and_measured_on_this_bui
 
 
 # The widget's lesson, at the default: "Without the cache ... its time climbs with the length.
-# With the cache ... the line stays nearly level. The gap between the lines widens."
+# With the cache ... the line does not climb. The gap between the lines widens."
 def test_without_the_cache_a_step_takes_longer_the_longer_the_text():
     assert holds(lambda v: v["step_ms_late_no_cache"] > 1.2 * v["step_ms_early_no_cache"]
                  and v["step_slope_us_no_cache"] > 0)
 
 
-def test_with_the_cache_the_line_stays_nearly_level():
+def test_with_the_cache_the_line_does_not_climb():
+    """Also the instructor note's 'nearly all of [a cached step] is the fixed cost ... whatever
+    its length': its time at the end of 400 steps is within half again of its time early on."""
     assert holds(lambda v: 0.67 < v["step_growth_cache"] < 1.5)
     assert holds(lambda v: v["step_growth_cache"] < v["step_growth_no_cache"])
     assert holds(lambda v: abs(v["step_slope_us_cache"]) < v["step_slope_us_no_cache"] / 2)
@@ -284,9 +286,10 @@ def _notebook():
 
 
 def test_the_notebooks_bare_tensor_model_also_gains_only_a_few_times():
-    """'Its speed-up at 400 steps is also a few times, not hundreds, because each of those
-    operations is itself a call with a fixed cost, and at width 32 a row of arithmetic costs less
-    than that.'
+    """'one layer of bare tensor operations with no modules around them, so its steps have a fixed
+    cost several times smaller than the random model's. Its speed-up at 400 steps is still a few
+    times, not hundreds: each of those operations is itself a call with a fixed cost, and at width
+    32 a row of arithmetic costs less than that.'
 
     An earlier sentence said the bare-tensor loop gains more than the widget's modules. That held
     here (3.5x against 2.5x) and failed on a CI machine (2.8x against 2.9x): the two are the
@@ -295,6 +298,9 @@ def test_the_notebooks_bare_tensor_model_also_gains_only_a_few_times():
     assert (ns["rows_no"], ns["rows_c"]) == (80_200, 400) and ns["ids_no"] == ns["ids_c"]
     notebook = ns["ms_no"] / ns["ms_c"]
     assert 1.5 < notebook < ns["rows_no"] / ns["rows_c"] / 10
+    # several times smaller: the notebook's mean cached step (prefill included) against the
+    # random model's fastest cached step near the end of the same 400
+    assert ns["ms_c"] / 400 < values()["step_ms_late_cache"] / 3
     # the fixed cost: a step over 400 positions costs a small fraction of 400 one-position steps
     ids = torch.zeros(400, dtype=torch.long)
     with measure.one_cpu_thread("cpu"), torch.no_grad():
