@@ -107,7 +107,7 @@ def test_the_picture_is_there_before_plotly_and_the_live_figure_takes_its_place(
 def test_a_link_to_a_widget_opens_on_it_before_the_page_has_finished_parsing(browser, server):
     """The widget's own link lands on the widget as soon as the parser has it (widget_blocks.LAND),
     not when the browser scrolls to the fragment: after the whole page is parsed and Material's
-    script has run (here 2.7-3.6 s after navigation before, 1.3-1.5 s after)."""
+    script has run."""
     with new_page(browser, **DESKTOP) as page:
         page.add_init_script(f"""document.addEventListener('DOMContentLoaded', () => {{
             window.atDcl = {{y: scrollY,
@@ -141,7 +141,7 @@ def test_the_room_above_the_picture_shows_the_widgets_title_where_the_runtime_pu
         page.wait_for_selector(f"{W} .tw-plot .main-svg", timeout=30_000)
         (after,) = page.evaluate(title)
     assert before["snap"] and not after["snap"]
-    assert before["text"] == after["text"] == "Figure 3.3 \u2014 Why divide by \u221ad\u2096"
+    assert before["text"] == after["text"] and after["text"].strip()  # the runtime's own title
     assert before["top"] < picture
     assert abs(before["top"] - after["top"]) < 1 and abs(before["left"] - after["left"]) < 1, (
         before, after)
